@@ -1,0 +1,3 @@
+from advisor.cli.app import main
+
+raise SystemExit(main())

@@ -1,0 +1,1 @@
+"""Command-line interface: thin typer adapters over the pure core."""

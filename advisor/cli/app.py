@@ -1,0 +1,62 @@
+"""The ``advisor`` command. Domain errors become one-line messages and exit codes here, and only here.
+
+Command modules keep heavy imports (transformers, sklearn, jinja2, rich) inside their
+functions so that ``advisor inspect``/``recommend`` start fast.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from advisor.errors import AdvisorError
+
+app = typer.Typer(
+    name="advisor",
+    help=(
+        "Recommend the fastest vLLM configuration for a model on a GPU host "
+        "(suffix speculative decoding on/off, K, gpu_memory_utilization, cudagraph mode, env), "
+        "render launch files, and calibrate from short probe runs."
+    ),
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+
+
+def _register() -> None:
+    # Each module adds its command(s) to ``app``; keep this list the only place that knows them.
+    from advisor.cli import inspect as _inspect  # noqa: F401
+
+
+_register()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Console-script entry point. Returns the exit code (also used by tests)."""
+    import click
+
+    args = sys.argv[1:] if argv is None else argv
+    try:
+        rv = app(args=args, prog_name="advisor", standalone_mode=False)
+    except AdvisorError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except click.exceptions.Abort:
+        print("aborted", file=sys.stderr)
+        return 130
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except click.ClickException as exc:
+        exc.show()
+        return exc.exit_code
+    except click.exceptions.Exit as exc:
+        return exc.exit_code
+    return rv if isinstance(rv, int) else 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())
