@@ -1,0 +1,1 @@
+"""GPU spec table and host fingerprint."""

@@ -1,0 +1,1 @@
+"""Model resolution (MODEL -> config.json) and the ModelProfile computed from it."""

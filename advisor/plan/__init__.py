@@ -1,0 +1,1 @@
+"""Planning: memory / boot feasibility and assembling the recommendation (pure functions)."""

@@ -1,0 +1,78 @@
+"""The serving decision: every vLLM setting the advisor chooses, typed and bounded."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+CudagraphMode = Literal["NONE", "PIECEWISE", "FULL", "FULL_DECODE_ONLY", "FULL_AND_PIECEWISE"]
+"""Values of vLLM's ``CompilationConfig.cudagraph_mode`` (vllm/config/compilation.py, CUDAGraphMode)."""
+
+
+class SuffixParams(BaseModel):
+    """Suffix-decoding knobs of vLLM's SpeculativeConfig; defaults are vLLM's
+    (vllm/config/speculative.py: suffix_decoding_max_tree_depth=24,
+    suffix_decoding_max_cached_requests=10000, suffix_decoding_max_spec_factor=1.0,
+    suffix_decoding_min_token_prob=0.1)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_tree_depth: int = Field(default=24, ge=1)
+    """Longest prompt+output suffix the tree indexes (also caps the draft)."""
+    max_cached_requests: int = Field(default=10000, ge=0)
+    """Finished requests kept in the global tree (FIFO eviction)."""
+    max_spec_factor: float = Field(default=1.0, gt=0)
+    """Draft length cap as a multiple of the matched prefix length."""
+    min_token_prob: float = Field(default=0.1, ge=0, le=1)
+    """Minimum estimated probability of a drafted token."""
+
+
+class Decision(BaseModel):
+    """What to launch. Field names are part of the ``--json`` contract."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    speculative_method: Literal["suffix"] | None = None
+    """``"suffix"`` to enable suffix speculative decoding, None for plain decoding."""
+    num_speculative_tokens: int | None = Field(default=None, ge=1, le=64)
+    """K: the most tokens drafted per step (only with a speculative method)."""
+    gpu_memory_utilization: float = Field(default=0.90, gt=0.0, le=0.99)
+    """Fraction of each GPU's memory vLLM may use (weights + activations + KV cache)."""
+    tensor_parallel_size: int = Field(default=1, ge=1)
+    """GPUs one replica is split over."""
+    max_model_len: int = Field(default=16384, ge=16)
+    """Longest prompt + output a request may have."""
+    max_num_seqs: int | None = Field(default=None, ge=1)
+    """Most sequences in one batch; None leaves vLLM's default."""
+    cudagraph_mode: CudagraphMode = "FULL_AND_PIECEWISE"
+    """CUDA graph capture mode passed through ``--compilation-config``."""
+    dsa_env: bool = False
+    """Whether the write-up build's DSA env (VLLM_LHC_DSA…) is set; off by default (finding 7)."""
+    env: dict[str, str] = Field(default_factory=dict)
+    """Environment variables for the server process."""
+    suffix: SuffixParams = Field(default_factory=SuffixParams)
+    """Suffix-decoding parameters (rendered only where they differ from vLLM's defaults)."""
+
+    @model_validator(mode="after")
+    def _check_spec(self) -> "Decision":
+        if self.speculative_method is None and self.num_speculative_tokens is not None:
+            raise ValueError(
+                f"num_speculative_tokens={self.num_speculative_tokens} needs a speculative_method; "
+                "set speculative_method='suffix' or drop K"
+            )
+        if self.speculative_method is not None and self.num_speculative_tokens is None:
+            raise ValueError("speculative_method='suffix' needs num_speculative_tokens (e.g. 32)")
+        return self
+
+    def speculative_config(self) -> dict | None:
+        """The JSON object for ``--speculative-config``, or None without speculation."""
+        if self.speculative_method is None:
+            return None
+        cfg: dict = {"method": self.speculative_method, "num_speculative_tokens": self.num_speculative_tokens}
+        defaults = SuffixParams()
+        for name in SuffixParams.model_fields:
+            value = getattr(self.suffix, name)
+            if value != getattr(defaults, name):
+                cfg[f"suffix_decoding_{name}"] = value
+        return cfg

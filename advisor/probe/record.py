@@ -1,0 +1,56 @@
+"""ProbeRecord: one measured configuration on one host. The store keeps these; calibration reads them."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class ProbeRecord(BaseModel):
+    """One probe of one configuration. Fields are the store's columns and the calibration's inputs."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    campaign_id: str
+    """Groups the configurations probed together (same host, model, corpus, concurrency)."""
+    model: str
+    """Model id or path as probed."""
+    config: str
+    """``vanilla``, ``suffix:K`` or ``ngram:K``."""
+    outcome: Literal["ok", "boot_failed", "crashed", "timeout", "error"]
+    """What happened; only ``ok`` rows carry throughput."""
+    failure: str | None = None
+    """Recognised failure (e.g. ``no_kv_blocks``, ``max_seq_len_too_long``, ``cuda_oom``) and its log line."""
+    gpu: str | None = None
+    """Short GPU name (B200, H200, …) or None on CPU."""
+    gpus: int = Field(default=0, ge=0)
+    tensor_parallel_size: int = Field(default=1, ge=1)
+    corpus: str
+    """Corpus name or file path the load came from."""
+    concurrency: int = Field(ge=1)
+    duration_s: float = Field(default=0.0, ge=0)
+    requests: int = Field(default=0, ge=0)
+    output_tokens: int = Field(default=0, ge=0)
+    throughput_tok_s: float | None = None
+    """Output tokens per second over the measured window."""
+    mean_acceptance_length: float | None = None
+    """1 + accepted/drafts, as vLLM reports it (spec configs only)."""
+    tokens_per_step: float | None = None
+    """Output tokens per engine step over all steps (K̄ for the predictor)."""
+    implied_r: float | None = None
+    """tokens_per_step / gain against the campaign's vanilla run."""
+    ttft_ms_p50: float | None = None
+    ttft_ms_p99: float | None = None
+    itl_ms_p50: float | None = None
+    itl_ms_p99: float | None = None
+    command: list[str] = Field(default_factory=list)
+    """The exact argv of the server."""
+    vllm_version: str | None = None
+    host_fingerprint: str | None = None
+    """HostFingerprint.fingerprint of the host the probe ran on."""
+    host: dict | None = None
+    """The full host fingerprint object (for diffs)."""
+    boot_s: float | None = None
+    started_at: str
+    """ISO-8601 UTC."""

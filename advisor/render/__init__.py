@@ -1,0 +1,1 @@
+"""Rendering: flag mapping per vLLM version, quoting, Jinja2 templates."""
