@@ -26,6 +26,18 @@ app = typer.Typer(
 )
 
 
+@app.callback()
+def _global(
+    offline: bool = typer.Option(None, "--offline/--online", help="Never contact the Hugging Face hub (env ADVISOR_HUB_OFFLINE)."),
+    catalog_dir: list[str] = typer.Option(None, "--catalog-dir", help="Extra model catalog directory <dir>/<org>/<name>/config.json (repeatable; env ADVISOR_CATALOG_DIRS)."),
+    rules_dir: list[str] = typer.Option(None, "--rules-dir", help="Extra rules directory; rules override bundled ones by id (repeatable; env ADVISOR_RULES_DIRS)."),
+    data_dir: str = typer.Option(None, "--data-dir", help="User data directory for the probe store (env ADVISOR_DATA_DIR)."),
+) -> None:
+    from advisor.cli.common import set_global_overrides
+
+    set_global_overrides(hub_offline=offline, catalog_dirs=catalog_dir or None, rules_dirs=rules_dir or None, data_dir=data_dir)
+
+
 def _register() -> None:
     # Each module adds its command(s) to ``app``; keep this list the only place that knows them.
     from advisor.cli import inspect as _inspect  # noqa: F401

@@ -1,0 +1,59 @@
+"""Shared CLI plumbing: global options -> settings, JSON output, plain tables."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from advisor.settings import Settings
+
+_overrides: dict[str, Any] = {}
+
+
+def set_global_overrides(**values: Any) -> None:
+    """Called by the app callback with the global flags (None = not given)."""
+    _overrides.clear()
+    _overrides.update({k: v for k, v in values.items() if v is not None})
+
+
+def settings() -> Settings:
+    """Settings with CLI flags ranked above env, file and defaults."""
+    from advisor.settings import load_settings
+
+    return load_settings(**_overrides)
+
+
+def emit_json(obj: Any) -> None:
+    """Write ``obj`` as indented JSON to stdout."""
+    sys.stdout.write(json.dumps(obj, indent=2, sort_keys=False, default=str) + "\n")
+
+
+def table(rows: list[tuple[str, Any]], title: str | None = None) -> str:
+    """A two-column plain-text table (no rich on the fast path)."""
+    width = max((len(k) for k, _ in rows), default=0)
+    lines = [title] if title else []
+    lines += [f"  {k.ljust(width)}  {v}" for k, v in rows]
+    return "\n".join(lines)
+
+
+JsonOpt = typer.Option(False, "--json", help="Print one JSON object (stable keys) instead of a table.")
+
+
+def model_arg() -> Any:
+    return typer.Argument(
+        ...,
+        metavar="MODEL",
+        help="Hugging Face id (bundled, in the HF cache, or on the hub when online), a model directory, or a config.json path.",
+        show_default=False,
+    )
+
+
+def path_opt(help_text: str) -> Any:
+    return typer.Option(None, help=help_text, dir_okay=True, file_okay=True)
+
+
+__all__ = ["JsonOpt", "Path", "emit_json", "model_arg", "set_global_overrides", "settings", "table"]

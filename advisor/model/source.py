@@ -1,0 +1,151 @@
+"""Resolve MODEL (a path, a bundled id, the HF cache, or the hub) to its parsed config.json.
+
+This is one of the few modules that touches disk and network.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from advisor.errors import ConfigError, ModelNotFoundError
+
+HF_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)?$")
+
+
+@dataclass(frozen=True)
+class ResolvedConfig:
+    """A config.json found for MODEL."""
+
+    id: str
+    """The model as the user named it (normalised HF id for catalog hits)."""
+    config: dict
+    """Parsed config.json."""
+    origin: str
+    """Human-readable source: ``bundled catalog``, ``local path``, ``HF cache``, ``hub``."""
+    path: Path | None = None
+    """The config.json file, when there is one on disk."""
+    card: dict = field(default_factory=dict)
+    """Catalog metadata (card.yaml) for catalog hits: family, published figures, sources."""
+
+
+def _read_json(path: Path) -> dict:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{path} is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path} must hold a JSON object, found {type(data).__name__}")
+    return data
+
+
+def _looks_like_path(model: str) -> bool:
+    return (
+        model.startswith(("/", "./", "../", "~"))
+        or model.endswith(".json")
+        or os.sep in model and Path(model).exists()
+        or (not HF_ID.match(model))
+    )
+
+
+def _from_path(model: str) -> ResolvedConfig:
+    path = Path(model).expanduser()
+    if not path.exists():
+        raise ModelNotFoundError(f"{model}: no such file or directory (pass a model directory, a config.json, or a Hugging Face id)")
+    if path.is_dir():
+        cfg = path / "config.json"
+        if not cfg.is_file():
+            raise ModelNotFoundError(f"{path} has no config.json (pass the model's directory or its config.json file)")
+        path = cfg
+    return ResolvedConfig(id=model, config=_read_json(path), origin="local path", path=path.resolve())
+
+
+def catalog_roots(extra_dirs: list[Path]) -> list[Path]:
+    """Catalog directories searched, user-given first, then the bundled one."""
+    from advisor.paths import data_path
+
+    return [*extra_dirs, data_path("catalog") / "models"]
+
+
+def _from_catalog(model: str, roots: list[Path]) -> ResolvedConfig | None:
+    if "/" not in model:
+        return None
+    org, name = model.split("/", 1)
+    for root in roots:
+        if not root.is_dir():
+            continue
+        candidates = [root / org / name]
+        if not candidates[0].is_dir():  # case-insensitive fallback: HF ids are case-insensitive
+            candidates = [
+                d / n.name
+                for d in root.iterdir() if d.is_dir() and d.name.lower() == org.lower()
+                for n in d.iterdir() if n.is_dir() and n.name.lower() == name.lower()
+            ]  # fmt: skip
+        for cand in candidates:
+            cfg = cand / "config.json"
+            if cfg.is_file():
+                card = {}
+                card_path = cand / "card.yaml"
+                if card_path.is_file():
+                    import yaml
+
+                    card = yaml.safe_load(card_path.read_text()) or {}
+                canonical = f"{cand.parent.name}/{cand.name}"
+                return ResolvedConfig(id=canonical, config=_read_json(cfg), origin=f"bundled catalog ({root})", path=cfg, card=card)
+    return None
+
+
+def _from_hf_cache(model: str, cache_dir: Path | None) -> ResolvedConfig | None:
+    from huggingface_hub import try_to_load_from_cache
+
+    found = try_to_load_from_cache(model, "config.json", cache_dir=str(cache_dir) if cache_dir else None)
+    if isinstance(found, str) and Path(found).is_file():
+        return ResolvedConfig(id=model, config=_read_json(Path(found)), origin="HF cache", path=Path(found))
+    return None
+
+
+def _from_hub(model: str, cache_dir: Path | None) -> ResolvedConfig:
+    from huggingface_hub import hf_hub_download
+    from huggingface_hub.utils import HfHubHTTPError
+
+    try:
+        local = hf_hub_download(model, "config.json", cache_dir=str(cache_dir) if cache_dir else None)
+    except HfHubHTTPError as exc:
+        status = getattr(getattr(exc, "response", None), "status_code", None)
+        hint = " (gated or private: run `hf auth login`)" if status in (401, 403) else ""
+        raise ModelNotFoundError(f"{model}: the hub answered {status or 'an error'}{hint}") from None
+    except OSError as exc:  # connection errors, offline mode
+        raise ModelNotFoundError(
+            f"{model}: not bundled, not in the HF cache, and the hub is unreachable ({type(exc).__name__}); "
+            "pass a local model directory or config.json, or go online"
+        ) from None
+    return ResolvedConfig(id=model, config=_read_json(Path(local)), origin="hub", path=Path(local))
+
+
+def resolve_config(model: str, *, catalog_dirs: list[Path] = (), hf_cache_dir: Path | None = None, offline: bool = False) -> ResolvedConfig:
+    """Find config.json for ``model``: local path, then catalogs, then HF cache, then (online) the hub."""
+    model = model.strip()
+    if not model:
+        raise ModelNotFoundError("empty model name; pass a Hugging Face id or a path")
+    if _looks_like_path(model):
+        return _from_path(model)
+    roots = catalog_roots(list(catalog_dirs))
+    hit = _from_catalog(model, roots)
+    if hit is None:
+        hit = _from_hf_cache(model, hf_cache_dir)
+    if hit is not None:
+        return hit
+    if offline:
+        looked = ", ".join(str(r) for r in roots)
+        raise ModelNotFoundError(
+            f"{model}: not found offline (looked in catalogs {looked} and the HF cache); "
+            "pass a local model directory or config.json, or go online (unset ADVISOR_HUB_OFFLINE/HF_HUB_OFFLINE)"
+        )
+    return _from_hub(model, hf_cache_dir)
