@@ -1,0 +1,125 @@
+"""Contract: every argv that advisor.render.flags emits is accepted, with the intended values, by
+vLLM 0.32's own `serve` argument parser and config classes (run in the vLLM test venv).
+
+The venv comes from scripts/setup_vllm_venv.sh (default .cache/vllm-venv, or $ADVISOR_VLLM_VENV).
+All cases run in one subprocess: importing vLLM takes ~10 s on 2 cores.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from advisor.plan.decision import Decision, SuffixParams
+from advisor.render.flags import serve_argv
+
+pytestmark = pytest.mark.vllm
+
+ROOT = Path(__file__).resolve().parents[1]
+HELPER = ROOT / "tests" / "vllm_helpers" / "parse_args.py"
+MODEL = "meta-llama/Llama-3.1-8B-Instruct"
+
+
+def vllm_python() -> Path:
+    venv = Path(os.environ.get("ADVISOR_VLLM_VENV", ROOT / ".cache" / "vllm-venv"))
+    python = venv / "bin" / "python"
+    if not python.exists():
+        pytest.skip(f"no vLLM test venv at {venv}: run scripts/setup_vllm_venv.sh")
+    return python
+
+
+CASES: dict[str, Decision] = {
+    "vanilla": Decision(),
+    "suffix_k32": Decision(speculative_method="suffix", num_speculative_tokens=32),
+    "suffix_k8_params": Decision(
+        speculative_method="suffix",
+        num_speculative_tokens=8,
+        suffix=SuffixParams(max_tree_depth=16, max_cached_requests=500, max_spec_factor=2.5, min_token_prob=0.05),
+    ),
+    "tp8_gmu085": Decision(tensor_parallel_size=8, gpu_memory_utilization=0.85, max_model_len=16384),
+    "max_num_seqs": Decision(max_num_seqs=256, max_model_len=8192),
+    **{
+        f"cudagraph_{mode.lower()}": Decision(cudagraph_mode=mode)
+        for mode in ("NONE", "PIECEWISE", "FULL", "FULL_DECODE_ONLY", "FULL_AND_PIECEWISE")
+    },
+}
+
+
+def _roundtrip(argv: list[str]) -> list[str]:
+    """What a launch script does to the argv: quoted into one shell line and split again."""
+    again = shlex.split(shlex.join(argv))
+    assert again == argv
+    return again
+
+
+def _run_parser(cases: list[dict]) -> dict[str, dict]:
+    env = {**os.environ, "VLLM_TARGET_DEVICE": "cpu", "VLLM_LOGGING_LEVEL": "ERROR"}
+    proc = subprocess.run(
+        [str(vllm_python()), str(HELPER)],
+        input=json.dumps(cases),
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    payload = proc.stdout.rsplit("@@RESULT@@", 1)[-1]
+    return {r["id"]: r for r in json.loads(payload)}
+
+
+@pytest.fixture(scope="module")
+def parsed() -> dict[str, dict]:
+    cases = []
+    for case_id, decision in CASES.items():
+        argv = _roundtrip(serve_argv(MODEL, decision))
+        assert argv[:3] == ["vllm", "serve", MODEL]
+        cases.append({"id": case_id, "argv": argv[2:]})
+    # Negative cases: vLLM must reject these, or the contract above proves nothing.
+    cases.append({"id": "bogus_flag", "argv": [MODEL, "--no-such-flag", "1"]})
+    bad_spec = json.dumps({"method": "suffix", "num_speculative_tokens": 8, "suffix_decoding_min_token_prob": 2.0})
+    cases.append({"id": "bad_suffix_value", "argv": [MODEL, "--speculative-config", bad_spec]})
+    cases.append({"id": "bad_cudagraph_mode", "argv": [MODEL, "--compilation-config", '{"cudagraph_mode":"SOMETIMES"}']})
+    return _run_parser(cases)
+
+
+@pytest.mark.parametrize("case_id", list(CASES))
+def test_vllm_accepts_rendered_flags(parsed: dict[str, dict], case_id: str) -> None:
+    d = CASES[case_id]
+    result = parsed[case_id]
+    assert result["ok"], result["error"]
+    v = result["values"]
+    assert v["model"] == MODEL
+    assert v["tensor_parallel_size"] == d.tensor_parallel_size
+    assert v["gpu_memory_utilization"] == pytest.approx(d.gpu_memory_utilization)
+    assert v["max_model_len"] == d.max_model_len
+    assert v["max_num_seqs"] == d.max_num_seqs
+    assert v["cudagraph_mode"] == d.cudagraph_mode
+    spec = d.speculative_config()
+    assert v["speculative_config"] == spec
+    if spec is None:
+        assert "spec_validated" not in v
+    else:
+        s = v["spec_validated"]
+        assert s["method"] == "suffix"
+        assert s["num_speculative_tokens"] == d.num_speculative_tokens
+        assert s["suffix_decoding_max_tree_depth"] == d.suffix.max_tree_depth
+        assert s["suffix_decoding_max_cached_requests"] == d.suffix.max_cached_requests
+        assert s["suffix_decoding_max_spec_factor"] == pytest.approx(d.suffix.max_spec_factor)
+        assert s["suffix_decoding_min_token_prob"] == pytest.approx(d.suffix.min_token_prob)
+
+
+def test_vllm_rejects_unknown_flag(parsed: dict[str, dict]) -> None:
+    result = parsed["bogus_flag"]
+    assert not result["ok"]
+    assert "unrecognized arguments: --no-such-flag" in result["error"][-1]
+
+
+def test_vllm_validates_json_values(parsed: dict[str, dict]) -> None:
+    assert not parsed["bad_suffix_value"]["ok"]
+    assert "suffix_decoding_min_token_prob" in parsed["bad_suffix_value"]["error"][-1]
+    assert not parsed["bad_cudagraph_mode"]["ok"]

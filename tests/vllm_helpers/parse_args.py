@@ -1,0 +1,106 @@
+"""Run vLLM's own `serve` argument parser on argv lists; runs inside the vLLM test venv.
+
+stdin: JSON list of {"id": str, "argv": [str, ...]} where argv is what follows `vllm serve`
+(MODEL then flags). stdout: one JSON list of {"id", "ok", "error", "values"}.
+
+For each case: parse with make_arg_parser(FlexibleArgumentParser()) (vLLM 0.32 keeps it in
+vllm.entrypoints.launchers.cli_args; older lines in vllm.entrypoints.openai.cli_args), build
+AsyncEngineArgs.from_cli_args, then validate the JSON-valued flags with vLLM's own config classes
+(SpeculativeConfig, CompilationConfig) as far as that is possible without loading a model.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import sys
+
+os.environ.setdefault("VLLM_TARGET_DEVICE", "cpu")
+
+
+def _parser():
+    from vllm.utils.argparse_utils import FlexibleArgumentParser
+
+    try:
+        from vllm.entrypoints.launchers.cli_args import make_arg_parser  # vLLM 0.32
+    except ImportError:  # older vLLM lines
+        from vllm.entrypoints.openai.cli_args import make_arg_parser
+    return make_arg_parser(FlexibleArgumentParser(prog="vllm serve"))
+
+
+def _jsonable(value):
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    return str(value)
+
+
+def check(argv: list[str]) -> dict:
+    from vllm.config import CompilationConfig, SpeculativeConfig
+    from vllm.engine.arg_utils import AsyncEngineArgs
+
+    parser = _parser()
+    stderr = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(stderr):
+            args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse reports errors by exiting
+        return {"ok": False, "error": stderr.getvalue().strip().splitlines()[-1:] or [f"exit {exc.code}"]}
+    if getattr(args, "model_tag", None):  # what `vllm serve MODEL` does
+        args.model = args.model_tag
+    engine = AsyncEngineArgs.from_cli_args(args)
+    comp = engine.compilation_config
+    if not isinstance(comp, CompilationConfig):
+        comp = CompilationConfig(**comp)
+    values = {
+        "model": engine.model,
+        "tensor_parallel_size": engine.tensor_parallel_size,
+        "gpu_memory_utilization": engine.gpu_memory_utilization,
+        "max_model_len": engine.max_model_len,
+        "max_num_seqs": engine.max_num_seqs,
+        "cudagraph_mode": comp.cudagraph_mode.name if comp.cudagraph_mode is not None else None,
+        "speculative_config": _jsonable(engine.speculative_config),
+    }
+    if engine.speculative_config is not None:
+        # Same object vLLM builds in create_speculative_config, minus the target model (none here).
+        spec = SpeculativeConfig(**engine.speculative_config)
+        values["spec_validated"] = {
+            "method": spec.method,
+            "num_speculative_tokens": spec.num_speculative_tokens,
+            "model": spec.model,
+            **{
+                k: getattr(spec, k)
+                for k in (
+                    "suffix_decoding_max_tree_depth",
+                    "suffix_decoding_max_cached_requests",
+                    "suffix_decoding_max_spec_factor",
+                    "suffix_decoding_min_token_prob",
+                    "prompt_lookup_max",
+                    "prompt_lookup_min",
+                )
+            },
+        }
+    return {"ok": True, "error": None, "values": values}
+
+
+def main() -> int:
+    cases = json.load(sys.stdin)
+    out = []
+    for case in cases:
+        try:
+            result = check(case["argv"])
+        except (ValueError, TypeError, KeyError, ImportError) as exc:  # vLLM rejects the value
+            result = {"ok": False, "error": [f"{type(exc).__name__}: {exc}"]}
+        result["id"] = case["id"]
+        out.append(result)
+    sys.stdout.write("\n@@RESULT@@" + json.dumps(out) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
