@@ -72,6 +72,12 @@ class Settings(BaseSettings):
     etc_root: Path = Path("/etc")
     """Root of /etc, for accel-config persistence checks."""
 
+    default_gpu: str = "B200"
+    """GPU assumed when ``--gpu`` is not given and none is detected (the calibration host's)."""
+
+    default_gpus: int = Field(default=8, ge=1)
+    """GPU count assumed when ``--gpus`` is not given and none are detected."""
+
     vllm_version: str = "0.32"
     """vLLM version the rendered flags target (selects the template/flag mapping)."""
 

@@ -41,6 +41,7 @@ def _global(
 def _register() -> None:
     # Each module adds its command(s) to ``app``; keep this list the only place that knows them.
     from advisor.cli import inspect as _inspect  # noqa: F401
+    from advisor.cli import host as _host  # noqa: F401
 
 
 _register()

@@ -101,7 +101,7 @@ def parse_query_gpu(text: str, fields: tuple[str, ...] = QUERY_FIELDS) -> list[G
     Memory may come as ``143771`` or ``143771 MiB``; both parse. Blank lines are skipped.
     Raises ValueError on a line with the wrong number of columns.
     """
-    gpus: list[GpuInfo] = Field(default_factory=list)
+    gpus: list[GpuInfo] = []
     for line in text.splitlines():
         if not line.strip():
             continue

@@ -98,11 +98,21 @@ def text_config(raw: dict) -> tuple[dict, bool]:
 
 def _autoconfig_dict(model_type: str, cfg: dict) -> dict | None:
     """Full config with transformers' defaults, or None when transformers does not know the type."""
+    import os
+
+    # transformers prints an advisory about PyTorch at import; the profile needs configs only.
+    os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
     from transformers import CONFIG_MAPPING
 
     if model_type not in CONFIG_MAPPING:
         return None
-    conf = CONFIG_MAPPING[model_type](**{k: v for k, v in cfg.items() if k != "model_type"})
+    try:
+        conf = CONFIG_MAPPING[model_type](**{k: v for k, v in cfg.items() if k != "model_type"})
+    except (TypeError, ValueError):
+        # Strict config classes reject some real hub files (e.g. Llama-4's int attn_temperature_tuning
+        # under transformers 5): the raw JSON is then the better source.
+        return None
     full = conf.to_dict()
     if hasattr(conf, "head_dim") and conf.head_dim is not None:
         full["head_dim"] = conf.head_dim

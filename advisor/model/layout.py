@@ -44,7 +44,8 @@ def _moe(mt: str, cfg: dict, a: TextArch) -> None:
         if mt == "gpt_oss":
             a.expert_bias = a.router_bias = True
     elif mt in ("qwen2_moe", "qwen3_moe", "qwen3_next"):
-        a.experts = cfg.get("num_experts") or 0
+        # transformers 5 maps num_experts to num_local_experts for these configs.
+        a.experts = cfg.get("num_experts") or cfg.get("num_local_experts") or 0
         a.top_k = cfg.get("num_experts_per_tok") or 0
         a.expert_inter = cfg.get("moe_intermediate_size") or 0
         shared = cfg.get("shared_expert_intermediate_size") or 0

@@ -24,6 +24,10 @@ UPSTREAM_ENV = frozenset(
     }
 )
 
+# The write-up build's DSA env block (seed README, table 'The six configurations', column dsa_on).
+# Upstream vLLM does not read these; they are rendered only when a rule turns dsa_env on.
+DSA_ENV = {"VLLM_LHC_DSA": "1", "VLLM_LEVER_N9": "1", "VLLM_LHC_DSA_MIN": "65536"}
+
 SUPPORTED_VERSIONS = ("0.32",)
 
 

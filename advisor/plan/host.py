@@ -1,0 +1,55 @@
+"""The host a recommendation is for: given on the command line, detected, or the settings' default."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class HostContext(BaseModel):
+    """GPU model and count plus the host facts rules read."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    gpu: str
+    """Short GPU name in the spec table (B200, H200, H100, …)."""
+    gpus: int = Field(ge=1)
+    """GPUs available to one server."""
+    origin: str
+    """``command line``, ``detected`` or ``default (no GPU detected)``."""
+    dsa_enabled: bool | None = None
+    """Whether any Intel DSA work queue is enabled (None: no DSA or not read)."""
+    dsa_persisted: bool | None = None
+    """Whether the enabled queue set is saved in accel-config (None: no DSA)."""
+    notes: list[str] = Field(default_factory=list)
+
+
+def resolve_host(settings, gpu: str | None, gpus: int | None) -> HostContext:
+    """Fill what the user did not give from this machine (nvidia-smi, sysfs), then from settings."""
+    from advisor.hardware.dsa import read_dsa
+    from advisor.hardware.gpus import get_gpu
+
+    notes: list[str] = []
+    origin = "command line"
+    if gpu is None or gpus is None:
+        from advisor.hardware.gpu_detect import detect_gpus, gpu_name_for_specs
+
+        found = detect_gpus()
+        if found.gpus:
+            detected_name = gpu_name_for_specs(found.gpus[0].name)
+            if gpu is None and detected_name is None:
+                notes.append(f"detected GPU {found.gpus[0].name!r} is not in the spec table; using {settings.default_gpu}")
+            gpu = gpu or detected_name or settings.default_gpu
+            gpus = gpus or len(found.gpus)
+            origin = "detected"
+        else:
+            notes.append(
+                f"no GPU detected: recommending for {gpus or settings.default_gpus}x{gpu or settings.default_gpu} "
+                "(the calibration host; pass --gpu/--gpus or set ADVISOR_DEFAULT_GPU/ADVISOR_DEFAULT_GPUS)"
+            )
+            gpu = gpu or settings.default_gpu
+            gpus = gpus or settings.default_gpus
+            origin = "default (no GPU detected)"
+    spec = get_gpu(gpu)
+    dsa, _missing = read_dsa(settings.sysfs_root, settings.etc_root)
+    enabled = bool(dsa.enabled_queues) if (dsa.devices or dsa.work_queues) else None
+    return HostContext(gpu=spec.name, gpus=gpus, origin=origin, dsa_enabled=enabled, dsa_persisted=dsa.persisted, notes=notes)

@@ -1,0 +1,160 @@
+"""Assemble a Recommendation: rules -> prediction -> memory plan -> Decision (pure)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from advisor.model.schema import ModelProfile
+from advisor.plan.decision import Decision
+from advisor.plan.host import HostContext
+from advisor.plan.workload import SEED_CORPORA, Workload
+from advisor.rules.engine import RulesOutcome, apply_rules
+from advisor.rules.schema import Rule
+
+# How confident a prediction must be to flip a rule's default (P(suffix wins)).
+FLIP_OFF_BELOW = 0.30
+FLIP_ON_ABOVE = 0.70
+
+
+class Recommendation(BaseModel):
+    """What ``advisor recommend --json`` prints. Top-level names are a stable contract."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    model: dict
+    """The ``advisor inspect --json`` object."""
+    host: HostContext
+    workload: Workload
+    decision: Decision
+    rules_fired: list[dict]
+    """[{id, rationale, severity, source, set}] in the order applied."""
+    warnings: list[str]
+    prediction: dict | None = None
+    """{gain, gain_low, gain_high, p_win, k_bar, r, …} from the K > R predictor."""
+    memory: dict | None = None
+    """Boot feasibility of the chosen decision (kv_cache_tokens, boots, …)."""
+    trace: list[str] = Field(default_factory=list)
+    """How the speculation choice was reached, step by step."""
+    host_dsa_queues: str | None = None
+    """Host DSA work-queue state the evidence was measured at: enabled / disabled / either."""
+
+
+def corpus_kind(workload: Workload) -> str:
+    """``mix``, ``single`` (a seed corpus name), ``file`` or ``unknown``."""
+    if workload.corpus is None:
+        return "unknown"
+    if workload.corpus_is_file:
+        return "file"
+    if workload.corpus == "mix":
+        return "mix"
+    return "single" if workload.corpus in SEED_CORPORA else "unknown"
+
+
+def build_facts(profile: ModelProfile, host: HostContext, workload: Workload) -> dict[str, Any]:
+    """Flat fact namespace the rules' ``when`` clauses read."""
+    facts: dict[str, Any] = {f"model.{k}": v for k, v in profile.inspect_json().items() if not isinstance(v, (dict, list))}
+    facts.update({f"host.{k}": v for k, v in host.model_dump().items() if not isinstance(v, (dict, list))})
+    facts.update({f"workload.{k}": v for k, v in workload.model_dump().items()})
+    facts["workload.corpus_kind"] = corpus_kind(workload)
+    return facts
+
+
+def _speculate(outcome: RulesOutcome, prediction: dict | None, trace: list[str]) -> bool:
+    policy, rule = outcome.speculation, outcome.speculation_rule or "default"
+    p_win = prediction.get("p_win") if prediction else None
+    if policy == "required":
+        trace.append(f"rule {rule} requires suffix decoding; the prediction does not override it")
+        return True
+    if policy == "forbidden":
+        trace.append(f"rule {rule} forbids suffix decoding; the prediction does not override it")
+        return False
+    if p_win is None:
+        on = policy == "default_on"
+        trace.append(f"rule {rule} sets {policy}; no prediction available, so suffix is {'on' if on else 'off'}")
+        return on
+    if policy == "default_on":
+        on = p_win >= FLIP_OFF_BELOW
+        trace.append(
+            f"rule {rule} sets default_on; predicted P(win)={p_win:.2f} "
+            + ("keeps suffix on" if on else f"< {FLIP_OFF_BELOW}: the prediction turns suffix off")
+        )
+        return on
+    if policy == "default_off":
+        on = p_win > FLIP_ON_ABOVE
+        trace.append(
+            f"rule {rule} sets default_off; predicted P(win)={p_win:.2f} "
+            + (f"> {FLIP_ON_ABOVE}: the prediction turns suffix on" if on else "keeps suffix off")
+        )
+        return on
+    on = p_win >= 0.5
+    trace.append(f"rules leave the choice open; the prediction decides: P(win)={p_win:.2f} -> suffix {'on' if on else 'off'}")
+    return on
+
+
+def recommend(
+    profile: ModelProfile,
+    host: HostContext,
+    workload: Workload,
+    rules: list[Rule],
+    *,
+    tensor_parallel_size: int | None = None,
+    max_model_len: int | None = None,
+    num_speculative_tokens: int | None = None,
+    gpu_memory_utilization: float | None = None,
+    predictor=None,
+    planner=None,
+) -> Recommendation:
+    """The whole decision. ``predictor(profile, host, workload, k) -> dict | None`` and
+    ``planner(profile, host, decision) -> (decision, memory dict, trace lines, warnings)`` are
+    injected so that this function stays pure and testable."""
+    from advisor.render.flags import DSA_ENV
+
+    outcome = apply_rules(rules, build_facts(profile, host, workload))
+    fields = dict(outcome.fields)
+    k = num_speculative_tokens or fields.get("num_speculative_tokens") or 32
+    trace: list[str] = []
+    prediction = predictor(profile, host, workload, k) if predictor else None
+    on = _speculate(outcome, prediction, trace)
+    if num_speculative_tokens is not None and not on:
+        trace.append(f"--k {num_speculative_tokens} ignored: suffix decoding is off")
+    env = dict(outcome.env)
+    dsa_env = bool(fields.get("dsa_env", False))
+    if dsa_env:
+        env.update(DSA_ENV)
+    mml = max_model_len or fields.get("max_model_len") or 16384
+    if mml > profile.max_context:
+        trace.append(f"max_model_len {mml} capped at the model's context {profile.max_context}")
+        mml = profile.max_context
+    decision = Decision(
+        speculative_method="suffix" if on else None,
+        num_speculative_tokens=k if on else None,
+        gpu_memory_utilization=gpu_memory_utilization or fields.get("gpu_memory_utilization", 0.90),
+        tensor_parallel_size=tensor_parallel_size or host.gpus,
+        max_model_len=mml,
+        max_num_seqs=fields.get("max_num_seqs"),
+        cudagraph_mode=fields.get("cudagraph_mode", "FULL_AND_PIECEWISE"),
+        dsa_env=dsa_env,
+        env=env,
+    )
+    warnings = list(host.notes) + list(outcome.warnings)
+    memory = None
+    if planner is not None:
+        decision, memory, plan_trace, plan_warnings = planner(profile, host, decision)
+        trace += plan_trace
+        warnings += plan_warnings
+    if prediction and prediction.get("explanation") and decision.speculative_method is None and on:
+        trace.append("suffix dropped by the memory planner")
+    return Recommendation(
+        model=profile.inspect_json(),
+        host=host,
+        workload=workload,
+        decision=decision,
+        rules_fired=[f.model_dump(include={"id", "rationale", "severity", "source", "set"}) for f in outcome.fired],
+        warnings=warnings,
+        prediction=prediction,
+        memory=memory,
+        trace=trace,
+        host_dsa_queues=fields.get("host_dsa_queues"),
+    )

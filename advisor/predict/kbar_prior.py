@@ -1,0 +1,163 @@
+"""K̄ (tokens emitted per verification step with suffix decoding) before anyone measured it.
+
+A prior comes from ``calibration/kbar_priors.csv``: per corpus and family group, the K̄ that the
+seed sweep implies through the step-cost model (K̄ = gain × R, solved per row, geometric mean over
+rows; ``python -m advisor.predict.kbar_prior`` rewrites the file). A measured K̄
+(``Workload.k_bar``, from ``advisor kbar`` on the user's trace or from probes) replaces it.
+Corpus shapes (prompt and output lengths, for the KV context a step reads) come from
+``calibration/corpus_shapes.csv``.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from functools import lru_cache
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict
+
+from advisor.errors import DataError
+
+ACCEPTANCE = 0.5
+"""Assumed share of drafted tokens accepted: sets how many tokens a step verifies for a given K̄."""
+MAX_TREE_DEPTH = 24
+"""vLLM's suffix_decoding_max_tree_depth default (vllm/config/speculative.py): caps a draft."""
+DRAFT_SHARE = 0.6
+"""Assumed share of sequences that draft at least one token in a step (the rest verify nothing)."""
+FAMILY_GROUP = {"instruct": "instruct", "base": "instruct", "reasoning": "reasoning", "reasoning-distill": "reasoning"}
+"""Families whose outputs look alike to a suffix tree. R1 distills are trained on R1's reasoning
+traces, so reasoning and reasoning-distill share a group."""
+PRIORS_FILE = "kbar_priors.csv"
+SHAPES_FILE = "corpus_shapes.csv"
+
+
+class CorpusShape(BaseModel):
+    """Token lengths of a corpus's requests."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    corpus: str
+    prompt_tokens: float
+    output_tokens_instruct: float
+    output_tokens_reasoning: float
+    source: str
+
+    def context(self, family: str) -> float:
+        """Mean KV context of a decoding sequence: the prompt plus half the output."""
+        out = self.output_tokens_reasoning if family_group(family) == "reasoning" else self.output_tokens_instruct
+        return self.prompt_tokens + out / 2
+
+
+class KbarPrior(BaseModel):
+    """One row of calibration/kbar_priors.csv."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    corpus: str
+    family_group: str
+    k_bar: float
+    rows: int
+    source: str
+
+
+def family_group(family: str) -> str:
+    """``instruct`` or ``reasoning``."""
+    return FAMILY_GROUP.get(family, "instruct")
+
+
+def draft_tokens(k_bar: float, k: int = 32) -> float:
+    """Mean drafted tokens per sequence per step (over all sequences) for a given K̄.
+
+    K̄ − 1 tokens are accepted per step, ``ACCEPTANCE`` of those drafted; a drafting sequence drafts
+    at most min(K, tree depth) tokens and ``DRAFT_SHARE`` of sequences draft.
+    """
+    return min((max(k_bar, 1.0) - 1.0) / ACCEPTANCE, DRAFT_SHARE * min(k, MAX_TREE_DEPTH))
+
+
+def _read_csv(name: str) -> list[dict]:
+    from advisor.paths import data_path
+
+    path: Path = data_path("calibration") / name
+    try:
+        with path.open(newline="") as fh:
+            return list(csv.DictReader(fh))
+    except OSError as exc:
+        raise DataError(f"{path}: cannot read: {exc.strerror or exc}") from None
+
+
+@lru_cache(maxsize=1)
+def corpus_shapes() -> dict[str, CorpusShape]:
+    """calibration/corpus_shapes.csv keyed by corpus."""
+    try:
+        return {r["corpus"]: CorpusShape(**r) for r in _read_csv(SHAPES_FILE)}
+    except (KeyError, ValueError) as exc:
+        raise DataError(f"calibration/{SHAPES_FILE}: invalid row: {exc}") from None
+
+
+def shape_for(corpus: str | None) -> CorpusShape:
+    """The corpus's shape, or the ``unknown`` row for trace files and unknown names."""
+    shapes = corpus_shapes()
+    return shapes.get(corpus or "unknown") or shapes["unknown"]
+
+
+@lru_cache(maxsize=1)
+def shipped_priors() -> tuple[KbarPrior, ...]:
+    """calibration/kbar_priors.csv."""
+    try:
+        return tuple(KbarPrior(**r) for r in _read_csv(PRIORS_FILE))
+    except (KeyError, ValueError) as exc:
+        raise DataError(f"calibration/{PRIORS_FILE}: invalid row: {exc}") from None
+
+
+def lookup(priors: tuple[KbarPrior, ...] | list[KbarPrior], corpus: str | None, family: str) -> tuple[float, str]:
+    """(K̄, where it came from): corpus × family group, then the group over single corpora, then all rows."""
+    group = family_group(family)
+    by_key = {(p.corpus, p.family_group): p for p in priors}
+    hit = by_key.get((corpus or "", group))
+    if hit:
+        return hit.k_bar, f"prior {hit.corpus}/{hit.family_group} ({hit.source})"
+    hit = by_key.get(("*", group)) or by_key.get(("*", "*"))
+    if hit:
+        why = "unknown corpus" if corpus is None else f"no prior for corpus {corpus!r}"
+        return hit.k_bar, f"prior over single corpora for {hit.family_group} ({why}; {hit.source})"
+    raise DataError(f"calibration/{PRIORS_FILE} has no fallback row ('*')")
+
+
+def derive(implied: list[tuple[str, str, str, float]], source: str) -> list[KbarPrior]:
+    """Priors from (model, corpus, family, implied K̄) rows: geometric means per corpus × group,
+    then per group over single corpora (``*``), then over everything (``*``/``*``)."""
+    def gmean(vals: list[float]) -> float:
+        return math.exp(sum(math.log(max(v, 1e-6)) for v in vals) / len(vals))
+
+    out: list[KbarPrior] = []
+    cells: dict[tuple[str, str], list[float]] = {}
+    for _model, corpus, family, kb in implied:
+        cells.setdefault((corpus, family_group(family)), []).append(kb)
+    for (corpus, group), vals in sorted(cells.items()):
+        out.append(KbarPrior(corpus=corpus, family_group=group, k_bar=round(gmean(vals), 4), rows=len(vals), source=source))
+    for group in sorted({g for _, g in cells}):
+        vals = [v for (c, g), vs in cells.items() if g == group and c != "mix" for v in vs]
+        if vals:
+            out.append(KbarPrior(corpus="*", family_group=group, k_bar=round(gmean(vals), 4), rows=len(vals), source=source))
+    allv = [v for (c, _), vs in cells.items() if c != "mix" for v in vs]
+    if allv:
+        out.append(KbarPrior(corpus="*", family_group="*", k_bar=round(gmean(allv), 4), rows=len(allv), source=source))
+    return out
+
+
+def write(priors: list[KbarPrior], path: Path) -> None:
+    """Write priors as calibration/kbar_priors.csv."""
+    with path.open("w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(KbarPrior.model_fields))
+        w.writeheader()
+        for p in priors:
+            w.writerow(p.model_dump())
+
+
+if __name__ == "__main__":  # pragma: no cover - maintenance entry point
+    from advisor.paths import data_path
+    from advisor.predict.dataset import implied_kbar_rows, seed_observations
+
+    rows = implied_kbar_rows(seed_observations())
+    write(derive(rows, "seed sweep calibration/sweep_b200.csv: K̄ = gain × R(stepcost) per row, both host states"), data_path("calibration") / PRIORS_FILE)

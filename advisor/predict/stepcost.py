@@ -1,0 +1,249 @@
+"""Step-cost model: what one engine step costs on one GPU of a tensor-parallel group, and R.
+
+R is the cost of a suffix verification step relative to a plain decode step at the same
+concurrency. A step costs a roofline, ``max(bytes / bandwidth, flops / peak)``, plus what the
+roofline does not see: tensor-parallel all-reduces, a fixed per-step host cost, per-layer launch
+cost that depends on the CUDA-graph mode vLLM runs the step in, and (suffix only) drafting on
+the CPU and MLA's prefill-path fallback. Every vLLM behaviour charged here comes from
+``mechanisms.py``, which names the source line.
+
+Pure functions of (ModelProfile, GpuSpec, tensor-parallel size, step shape). Units: bytes,
+FLOPs, seconds.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from advisor.hardware.gpus import GpuSpec
+from advisor.model.schema import ModelProfile
+from advisor.predict import mechanisms as mech
+
+# Assumptions (not measured on the seed host; the calibrated model absorbs their error).
+MEM_EFFICIENCY = 0.80
+"""Share of peak HBM bandwidth a decode GEMV/attention kernel reaches."""
+FLOP_EFFICIENCY = 0.60
+"""Share of dense tensor-core peak a GEMM with a few hundred rows reaches."""
+STEP_FIXED_S = 0.8e-3
+"""Host cost of one engine step (scheduling, input preparation, sampling, output processing)."""
+LAYER_LAUNCH_S = {"full": 1e-6, "piecewise": 20e-6, "none": 60e-6}
+"""Per-layer launch cost by graph mode: a replayed FULL graph, PIECEWISE (attention and its
+metadata eager between captured pieces), NONE (every kernel launched from Python)."""
+MOE_LAYER_LAUNCH_FACTOR = 1.5
+"""An MoE layer launches more kernels (router, top-k, permute, grouped GEMMs, shared expert)."""
+ALLREDUCE_LATENCY_S = 10e-6
+"""Latency of one small NVLink all-reduce (vLLM custom all-reduce); two per layer."""
+DRAFT_CPU_S_PER_SEQ = 20e-6
+"""Suffix-tree lookup and update per sequence per step on the CPU (Arctic SuffixDecodingCache)."""
+LOGIT_BYTES = 4
+"""fp32 logits, written by the LM head and read by the (rejection) sampler."""
+MLA_DEFAULT_DIMS = {"qk_nope": 128, "qk_rope": 64, "v_head": 128}
+"""DeepSeek-V2/V3 MLA head dims; ModelProfile carries only the latent width (kv_bytes_per_token)."""
+
+
+class StepShape(BaseModel):
+    """One engine step: how many sequences, how many tokens each, at what context."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    seqs: int = Field(ge=1)
+    """Sequences in the step (the server's concurrency in steady decode)."""
+    tokens_per_seq: float = Field(ge=1)
+    """Query tokens per sequence: 1 for plain decode, 1 + drafted tokens for verification."""
+    context: float = Field(ge=0)
+    """Mean tokens already in each sequence's KV cache."""
+    spec: bool = False
+    """Speculative decoding is on (verification step, or a plain step in a speculative run)."""
+    draft_share: float = Field(default=0.0, ge=0, le=1)
+    """Share of sequences that drafted at least one token this step."""
+    k: int = Field(default=32, ge=1)
+    """num_speculative_tokens (sets vLLM's CUDA-graph capture sizes)."""
+
+
+class StepCost(BaseModel):
+    """Cost of one step on one GPU, with its parts (seconds)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    tokens: float
+    """Tokens in the step over all sequences."""
+    weight_bytes: float
+    kv_bytes: float
+    other_bytes: float
+    """Logits and MLA prefill-path intermediates."""
+    flops: float
+    t_memory: float
+    t_compute: float
+    t_roofline: float
+    t_allreduce: float
+    t_launch: float
+    t_fixed: float
+    t_draft: float
+    t_mla_prefill: float
+    """Part of the roofline caused by MLA's prefill-path fallback (included in t_roofline)."""
+    graph_mode: str
+    total: float
+
+
+def experts_touched(experts: int, top_k: int, tokens: float) -> float:
+    """Distinct routed experts a step reads in one MoE layer: E·(1−(1−k/E)^t), uniform routing."""
+    if experts <= 0 or top_k <= 0:
+        return 0.0
+    return experts * (1.0 - (1.0 - top_k / experts) ** max(tokens, 0.0))
+
+
+def bytes_per_param(p: ModelProfile) -> float:
+    """Mean stored bytes per parameter (FP8 checkpoints ~1, BF16 2)."""
+    return p.weight_bytes / max(p.params_total_b * 1e9, 1.0)
+
+
+def weight_bytes_read(p: ModelProfile, tokens: float, tp: int) -> float:
+    """Weight bytes one GPU reads in a step of ``tokens`` tokens (input embedding is a gather: skipped)."""
+    bpp = bytes_per_param(p)
+    expert_total = p.expert_params_b * 1e9 * bpp
+    dense = p.weight_bytes - expert_total - p.params_embedding_b * 1e9 * bpp
+    moe = 0.0
+    if p.arch == "moe" and p.experts and p.moe_layers:
+        per_expert = expert_total / (p.moe_layers * p.experts)
+        moe = p.moe_layers * experts_touched(p.experts, p.experts_per_token, tokens) * per_expert
+    return (max(dense, 0.0) + moe) / tp
+
+
+def kv_split(p: ModelProfile, tp: int) -> int:
+    """How many ways the KV cache of one token is split over the TP group (MLA's latent is replicated)."""
+    if p.attention == "mla":
+        return 1
+    return max(1, min(tp, p.num_kv_heads))
+
+
+def kv_bytes_read(p: ModelProfile, seqs: int, context: float, tp: int) -> float:
+    """KV-cache bytes one GPU reads: each sequence's cache once (decode kernels serve all its query tokens)."""
+    window = p.sliding_window or 0
+    swa = p.kv_bytes_per_token - p.kv_bytes_per_token_full
+    per_seq = p.kv_bytes_per_token_full * context + swa * (min(context, window) if window else context)
+    return seqs * per_seq / kv_split(p, tp)
+
+
+def mla_latent(p: ModelProfile) -> float:
+    """MLA latent width per token per layer (kv_lora_rank + rope dim), from kv_bytes_per_token at 16 bit."""
+    return p.kv_bytes_per_token / (2 * max(p.num_layers, 1))
+
+
+def linear_flops(p: ModelProfile, tokens: float, tp: int) -> float:
+    """GEMM FLOPs of the active (non-embedding) parameters."""
+    return 2.0 * p.params_active_b * 1e9 * tokens / tp
+
+
+def attention_flops(p: ModelProfile, tokens: float, context: float, tp: int) -> float:
+    """Score and value FLOPs of the decode-path attention kernels."""
+    heads = p.num_attention_heads / tp
+    layers = p.num_layers - p.linear_attention_layers
+    if p.attention == "mla":  # absorbed MQA: QK over latent+rope, PV over the latent
+        per_pos = 2.0 * heads * (2 * mla_latent(p) - MLA_DEFAULT_DIMS["qk_rope"])
+    else:
+        per_pos = 4.0 * heads * p.head_dim
+    return tokens * context * per_pos * layers
+
+
+def mla_prefill_path(p: ModelProfile, seqs_on_path: float, context: float, q: float, tp: int) -> tuple[float, float]:
+    """(bytes, FLOPs) on one GPU when ``seqs_on_path`` sequences take MLA's prefill path.
+
+    Per sequence and layer: read the latent context, up-project it through kv_b_proj to K_nope and V
+    for this GPU's heads (2·ctx·latent·heads·(nope+v) FLOPs), write and read those (bf16), and run
+    MHA for the q query tokens. Source: mechanisms.mla_prefill_fraction.
+    """
+    if seqs_on_path <= 0 or p.attention != "mla":
+        return 0.0, 0.0
+    d = MLA_DEFAULT_DIMS
+    heads = p.num_attention_heads / tp
+    lat = mla_latent(p) - d["qk_rope"]
+    expand_w = heads * (d["qk_nope"] + d["v_head"])
+    flops = 2.0 * context * lat * expand_w + 2.0 * q * context * heads * (d["qk_nope"] + d["qk_rope"] + d["v_head"])
+    nbytes = context * mla_latent(p) * 2 + 2 * context * heads * (d["qk_nope"] + d["qk_rope"] + d["v_head"]) * 2
+    return seqs_on_path * nbytes * p.num_layers, seqs_on_path * flops * p.num_layers
+
+
+def peak_flops(p: ModelProfile, gpu: GpuSpec) -> float:
+    """Tensor-core peak the GEMMs run at: FP8 for FP8 checkpoints on GPUs with FP8 units, else BF16."""
+    if p.weights_dtype == "fp8" and gpu.fp8_tflops:
+        return gpu.fp8_tflops * 1e12
+    return gpu.bf16_tflops * 1e12
+
+
+def allreduce_time(p: ModelProfile, gpu: GpuSpec, tokens: float, tp: int) -> float:
+    """Two ring all-reduces of the hidden states per layer (attention out, MLP out)."""
+    if tp <= 1:
+        return 0.0
+    msg = tokens * p.hidden_size * 2
+    one_way = gpu.interconnect_gbs * 1e9 / 2
+    each = ALLREDUCE_LATENCY_S + 2 * (tp - 1) / tp * msg / one_way
+    return 2 * p.num_layers * each
+
+
+def launch_time(p: ModelProfile, mode: str) -> float:
+    """Per-layer launch and host cost for a graph mode (MoE layers launch more kernels)."""
+    per = LAYER_LAUNCH_S[mode]
+    moe = p.moe_layers if p.arch == "moe" else 0
+    return per * ((p.num_layers - moe) + MOE_LAYER_LAUNCH_FACTOR * moe)
+
+
+def step_cost(p: ModelProfile, gpu: GpuSpec, tp: int, s: StepShape) -> StepCost:
+    """Cost of one step on one GPU of the TP group."""
+    tokens = s.seqs * s.tokens_per_seq
+    support = mech.attention_graph_support(gpu.name, p.attention)
+    if s.spec and s.tokens_per_seq > 1:
+        mode = mech.spec_step_graph_mode(tokens, support, k=s.k)
+    else:
+        mode = mech.plain_step_graph_mode(support, spec_enabled=s.spec)
+    wb = weight_bytes_read(p, tokens, tp)
+    kvb = kv_bytes_read(p, s.seqs, s.context, tp)
+    logits = tokens * p.vocab_size * LOGIT_BYTES * 2
+    fl = linear_flops(p, tokens, tp) + attention_flops(p, tokens, s.context, tp)
+    pf_bytes = pf_flops = 0.0
+    if s.spec and s.tokens_per_seq > 1 and p.attention == "mla":
+        _, support_q = mech.mla_backend(gpu.name)
+        share = mech.mla_prefill_fraction(support_q, s.draft_share)
+        pf_bytes, pf_flops = mla_prefill_path(p, s.seqs * share, s.context, s.tokens_per_seq, tp)
+    bw = gpu.bandwidth_tbs * 1e12 * MEM_EFFICIENCY
+    peak = peak_flops(p, gpu) * FLOP_EFFICIENCY
+    attn_peak = gpu.bf16_tflops * 1e12 * FLOP_EFFICIENCY
+    t_mem = (wb + kvb + logits) / bw
+    t_cmp = fl / peak
+    t_base = max(t_mem, t_cmp)
+    # The prefill-path expansion is its own kernels (gather, kv_b_proj GEMM, MHA): a roofline of its own.
+    t_pf = max(pf_bytes / bw, pf_flops / attn_peak) if pf_bytes else 0.0
+    t_ar = allreduce_time(p, gpu, tokens, tp)
+    t_launch = launch_time(p, mode)
+    t_draft = DRAFT_CPU_S_PER_SEQ * s.seqs if s.spec else 0.0
+    total = t_base + t_pf + t_ar + t_launch + STEP_FIXED_S + t_draft
+    return StepCost(
+        tokens=tokens, weight_bytes=wb, kv_bytes=kvb, other_bytes=logits + pf_bytes, flops=fl + pf_flops,
+        t_memory=t_mem, t_compute=t_cmp, t_roofline=t_base + t_pf, t_allreduce=t_ar, t_launch=t_launch,
+        t_fixed=STEP_FIXED_S, t_draft=t_draft, t_mla_prefill=t_pf, graph_mode=mode, total=total,
+    )  # fmt: skip
+
+
+class RBreakdown(BaseModel):
+    """R and the two steps it compares."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    r: float
+    """Verification step cost / plain decode step cost."""
+    plain: StepCost
+    spec: StepCost
+    draft_tokens: float
+    """Mean drafted tokens per sequence verified in the speculative step."""
+
+
+def r_ratio(
+    p: ModelProfile, gpu: GpuSpec, tp: int, *, concurrency: int, draft_tokens: float, context: float,
+    draft_share: float = 0.6, k: int = 32,
+) -> RBreakdown:  # fmt: skip
+    """R for ``concurrency`` sequences verifying ``draft_tokens`` drafted tokens each on average."""
+    plain = step_cost(p, gpu, tp, StepShape(seqs=concurrency, tokens_per_seq=1, context=context, k=k))
+    spec = step_cost(
+        p, gpu, tp,
+        StepShape(seqs=concurrency, tokens_per_seq=1 + draft_tokens, context=context, spec=True, draft_share=draft_share, k=k),
+    )  # fmt: skip
+    return RBreakdown(r=spec.total / plain.total, plain=plain, spec=spec, draft_tokens=draft_tokens)

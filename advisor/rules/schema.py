@@ -1,0 +1,136 @@
+"""Rule schema. Every rule is validated with ``extra="forbid"``; a bad file fails loudly at load."""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+OPERATORS = ("eq", "ne", "in", "not_in", "gt", "gte", "lt", "lte", "matches", "exists")
+FACT_PREFIXES = ("model.", "host.", "workload.")
+
+SpeculationPolicy = Literal["required", "forbidden", "default_on", "default_off", "open"]
+"""How firmly a rule sets suffix decoding. ``required``/``forbidden`` are final; ``default_on`` /
+``default_off`` let a confident prediction flip them; ``open`` leaves the choice to the predictor."""
+
+
+class Condition(BaseModel):
+    """One test on one fact. Exactly one operator is set."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    eq: Any = None
+    ne: Any = None
+    in_: list[Any] | None = Field(default=None, alias="in")
+    not_in: list[Any] | None = None
+    gt: float | None = None
+    gte: float | None = None
+    lt: float | None = None
+    lte: float | None = None
+    matches: str | None = None
+    exists: bool | None = None
+
+    @field_validator("matches")
+    @classmethod
+    def _regex(cls, value: str | None) -> str | None:
+        if value is not None:
+            re.compile(value)
+        return value
+
+    def test(self, value: Any) -> bool:
+        """True when ``value`` satisfies every operator given."""
+        checks = []
+        if self.exists is not None:
+            checks.append((value is not None) == self.exists)
+        if "eq" in self.model_fields_set:
+            checks.append(value == self.eq)
+        if "ne" in self.model_fields_set:
+            checks.append(value != self.ne)
+        if self.in_ is not None:
+            checks.append(value in self.in_)
+        if self.not_in is not None:
+            checks.append(value not in self.not_in)
+        for op, bound in (("gt", self.gt), ("gte", self.gte), ("lt", self.lt), ("lte", self.lte)):
+            if bound is None:
+                continue
+            if not isinstance(value, (int, float)) or isinstance(value, bool):
+                checks.append(False)
+                continue
+            checks.append({"gt": value > bound, "gte": value >= bound, "lt": value < bound, "lte": value <= bound}[op])
+        if self.matches is not None:
+            checks.append(isinstance(value, str) and re.search(self.matches, value) is not None)
+        return all(checks)
+
+
+class Then(BaseModel):
+    """What a rule sets. Every field is optional; only what is given is applied."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    speculation: SpeculationPolicy | None = None
+    """Suffix decoding policy (see SpeculationPolicy)."""
+    num_speculative_tokens: int | None = Field(default=None, ge=1, le=64)
+    gpu_memory_utilization: float | None = Field(default=None, gt=0, le=0.99)
+    cudagraph_mode: Literal["NONE", "PIECEWISE", "FULL", "FULL_DECODE_ONLY", "FULL_AND_PIECEWISE"] | None = None
+    max_model_len: int | None = Field(default=None, ge=16)
+    max_num_seqs: int | None = Field(default=None, ge=1)
+    dsa_env: bool | None = None
+    """Turn the write-up build's DSA env block on or off."""
+    env: dict[str, str] | None = None
+    """Environment variables to add (merged; later rules win per key)."""
+    host_dsa_queues: Literal["enabled", "disabled", "either"] | None = None
+    """Host DSA work-queue state the evidence was measured at (advice, not a vLLM setting)."""
+    warning: str | None = None
+    """A warning to show with the recommendation."""
+
+    @field_validator("env")
+    @classmethod
+    def _env_names(cls, env: dict[str, str] | None) -> dict[str, str] | None:
+        for name in env or {}:
+            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+                raise ValueError(f"env name {name!r} is not a valid variable name")
+        return env
+
+
+class Rule(BaseModel):
+    """One rule: when every condition holds, apply ``then``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9_.-]*$")
+    """Unique id; a user rule with the same id replaces the bundled one."""
+    when: dict[str, Condition | Any] = Field(default_factory=dict)
+    """Fact path -> condition (a scalar means equality). Facts: model.*, host.*, workload.*."""
+    then: Then
+    severity: Literal["decision", "warning", "info"] = "decision"
+    rationale: str = Field(min_length=1)
+    """Why, in one or two sentences a user can read."""
+    source: str = Field(min_length=1)
+    """The evidence: a finding of the seed write-up, a vLLM source file, a datasheet."""
+    priority: int = 50
+    """Application order, low first; later rules override earlier fields."""
+    enabled: bool = True
+
+    @model_validator(mode="after")
+    def _normalise_when(self) -> "Rule":
+        clean: dict[str, Condition] = {}
+        for path, cond in self.when.items():
+            if not path.startswith(FACT_PREFIXES):
+                raise ValueError(f"fact {path!r} must start with one of {FACT_PREFIXES}")
+            clean[path] = cond if isinstance(cond, Condition) else (
+                Condition(**cond) if isinstance(cond, dict) else Condition(eq=cond)
+            )  # fmt: skip
+        self.when = clean
+        return self
+
+    def matches(self, facts: dict[str, Any]) -> bool:
+        return self.enabled and all(cond.test(facts.get(path)) for path, cond in self.when.items())
+
+
+class RuleFile(BaseModel):
+    """A ``rules/*.yaml`` file."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    rules: list[Rule]

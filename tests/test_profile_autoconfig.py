@@ -1,0 +1,33 @@
+"""The fast path (raw JSON + transformers' defaults written in advisor/model/arch.py) must agree
+with transformers' AutoConfig on every bundled config, for every field the profile reads."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from advisor.model.arch import KNOWN, _autoconfig_dict, normalise, text_config
+from advisor.model.layout import build_arch
+from conftest import CATALOG
+
+CONFIGS = sorted(CATALOG.glob("*/*/config.json"))
+
+
+@pytest.mark.parametrize("path", CONFIGS, ids=lambda p: f"{p.parent.parent.name}/{p.parent.name}")
+def test_fast_path_matches_autoconfig(path):
+    os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
+    raw = json.loads(path.read_text())
+    cfg, _ = text_config(raw)
+    model_type = cfg.get("model_type") or raw["model_type"]
+    assert model_type in KNOWN, f"{model_type} should be on the fast path"
+    full = _autoconfig_dict(model_type, cfg)
+    if full is None:
+        pytest.skip(f"this transformers does not know {model_type}")
+    fast = normalise(raw)
+    slow = build_arch(model_type, full, raw, [])
+    for field in ("hidden", "layers", "vocab", "heads", "kv_heads", "head_dim", "intermediate", "experts",
+                  "top_k", "shared_experts", "expert_inter", "shared_inter", "moe_layer_ids", "kv_lora_rank",
+                  "qk_rope_head_dim", "layer_kinds", "window", "mtp_layers", "max_context", "tie_embeddings"):  # fmt: skip
+        assert getattr(fast, field) == getattr(slow, field), field
