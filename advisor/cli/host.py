@@ -81,7 +81,9 @@ def host(
 
 @host_app.command("diff")
 def diff(
-    a: Path = typer.Argument(..., metavar="A.json", help="Fingerprint of host A (advisor host --json)."),
+    a: Path = typer.Argument(
+        ..., metavar="A.json", help="Fingerprint of host A (advisor host --json)."
+    ),
     b: Path = typer.Argument(..., metavar="B.json", help="Fingerprint of host B."),
     as_json: bool = typer.Option(False, "--json", help="Print the diff as JSON."),
 ) -> None:
@@ -118,12 +120,6 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
-def _console() -> Any:
-    from rich.console import Console
-
-    return Console(highlight=False, soft_wrap=False)
-
-
 def _print_host(fp: HostFingerprint, saved_to: Path | None) -> None:
     from advisor.cli.common import table
     from advisor.hardware.host import gpu_name_for_specs, host_warnings
@@ -138,9 +134,12 @@ def _print_host(fp: HostFingerprint, saved_to: Path | None) -> None:
         drv = _fmt(sorted({g.driver_version for g in same}, key=str))
         spec = gpu_name_for_specs(name) or "not in spec table"
         rows.append(
-            ("GPUs", f"{len(same)} x {name}, {mem} MiB, driver {drv}, "
-                     f"CUDA {_fmt(fp.cuda_version)} (spec {spec}; via {fp.gpu_source})")
-        )  # fmt: skip
+            (
+                "GPUs",
+                f"{len(same)} x {name}, {mem} MiB, driver {drv}, "
+                f"CUDA {_fmt(fp.cuda_version)} (spec {spec}; via {fp.gpu_source})",
+            )
+        )
     if not fp.gpus:
         rows.append(("GPUs", "none detected"))
     elif fp.visible_gpu_count != fp.gpu_count:
@@ -161,7 +160,9 @@ def _print_host(fp: HostFingerprint, saved_to: Path | None) -> None:
         rows.append(("DSA enabled queues", _fmt(dsa.enabled_queues)))
         persist = {True: "yes", False: "NO", None: "-"}[dsa.persisted]
         found = "found" if dsa.config_found else "absent"
-        rows.append(("accel-config", f"{dsa.config_path} ({found}); enabled set persists: {persist}"))
+        rows.append(
+            ("accel-config", f"{dsa.config_path} ({found}); enabled set persists: {persist}")
+        )
     typer.echo(table(rows))
     if dsa.work_queues:
         _print_queues(fp)
@@ -173,36 +174,47 @@ def _print_host(fp: HostFingerprint, saved_to: Path | None) -> None:
         typer.echo(f"saved: {saved_to}")
 
 
-def _print_queues(fp: HostFingerprint) -> None:
-    from rich.table import Table
+def _columns(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> str:
+    """A plain fixed-width table (no rich: the output goes to logs and narrow terminals alike)."""
+    widths = [max(len(r[i]) for r in (header, *rows)) for i in range(len(header))]
+    lines = [
+        "  " + "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
+        for r in (header, *rows)
+    ]
+    return "\n".join(lines)
 
-    table = Table(title="DSA work queues", title_justify="left")
-    for col in ("queue", "device", "state", "mode", "size", "type", "clients", "name", "saved"):
-        table.add_column(col)
+
+def _print_queues(fp: HostFingerprint) -> None:
     saved = set(fp.dsa.saved_queues)
-    for wq, q in fp.dsa.work_queues.items():
-        table.add_row(
-            wq, q.device, _fmt(q.state), _fmt(q.mode), _fmt(q.size), _fmt(q.type),
-            _fmt(q.clients), _fmt(q.name), "yes" if wq in saved else "no",
-        )  # fmt: skip
-    _console().print(table)
+    header = ("queue", "device", "state", "mode", "size", "type", "clients", "name", "saved")
+    rows = [
+        (
+            wq,
+            q.device,
+            _fmt(q.state),
+            _fmt(q.mode),
+            _fmt(q.size),
+            _fmt(q.type),
+            _fmt(q.clients),
+            _fmt(q.name),
+            "yes" if wq in saved else "no",
+        )
+        for wq, q in fp.dsa.work_queues.items()
+    ]
+    typer.echo("DSA work queues")
+    typer.echo(_columns(header, rows))
 
 
 def _print_diff(result: HostDiff, a: Path, b: Path) -> None:
-    from rich.table import Table
-
-    console = _console()
-    if result.differences:
-        table = Table(title=f"A = {a}   B = {b}")
-        for col in ("field", "A", "B", "comparable", "why"):
-            table.add_column(col, overflow="fold")
-        for d in result.differences:
-            table.add_row(d.field, _fmt(d.a), _fmt(d.b), "yes" if d.comparable else "NO", d.reason)
-        console.print(table)
-    else:
-        console.print("no differences")
+    typer.echo(f"A = {a}\nB = {b}")
+    for d in sorted(result.differences, key=lambda d: d.comparable):
+        verdict = "comparable    " if d.comparable else "NOT comparable"
+        typer.echo(f"  {verdict}  {d.field}: {_fmt(d.a)} -> {_fmt(d.b)}")
+        typer.echo(f"  {'':14}    why: {d.reason}")
+    if not result.differences:
+        typer.echo("  no differences")
     if result.comparable:
-        console.print(f"comparable: same fingerprint {result.fingerprint_a[:16]}")
+        typer.echo(f"comparable: same fingerprint {result.fingerprint_a[:16]}")
     else:
         fields = ", ".join(d.field for d in result.blocking)
-        console.print(f"NOT comparable: {len(result.blocking)} field(s) differ ({fields})")
+        typer.echo(f"NOT comparable: {len(result.blocking)} field(s) differ ({fields})")

@@ -183,10 +183,10 @@ def _saved_queues_in(node: Any, out: list[str]) -> None:
     """Collect ``wqN.M`` names from any depth of an accel-config JSON document."""
     if isinstance(node, dict):
         dev = node.get("dev")
-        if isinstance(dev, str) and _WQ_RE.match(dev):
-            # save-config writes no state; a pasted ``accel-config list`` output does.
-            if node.get("state", "enabled") in ACTIVE_STATES:
-                out.append(dev)
+        # save-config writes no state; a pasted ``accel-config list`` output does.
+        state = node.get("state", "enabled")
+        if isinstance(dev, str) and _WQ_RE.match(dev) and state in ACTIVE_STATES:
+            out.append(dev)
         for value in node.values():
             _saved_queues_in(value, out)
     elif isinstance(node, list):
@@ -239,9 +239,7 @@ def read_dsa(sysfs_root: Path, etc_root: Path) -> tuple[DsaInfo, list[str]]:
                 except OSError as exc:
                     missing.append(f"Intel DSA: {entry} unreadable: {exc}")
         info.devices = dict(sorted(info.devices.items(), key=lambda kv: dev_sort_key(kv[0])))
-        info.work_queues = dict(
-            sorted(info.work_queues.items(), key=lambda kv: wq_sort_key(kv[0]))
-        )
+        info.work_queues = dict(sorted(info.work_queues.items(), key=lambda kv: wq_sort_key(kv[0])))
         if not info.devices:
             missing.append(f"Intel DSA: no dsa/iax devices under {bus}")
     if config.is_file():

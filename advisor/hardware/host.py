@@ -99,7 +99,9 @@ def parse_lscpu(text: str) -> CpuInfo:
         value = fields.get(key, "")
         return int(value) if value.isdigit() else None
 
-    return CpuInfo(model=fields.get("Model name"), sockets=number("Socket(s)"), threads=number("CPU(s)"))
+    return CpuInfo(
+        model=fields.get("Model name"), sockets=number("Socket(s)"), threads=number("CPU(s)")
+    )
 
 
 def read_cpu(proc_root: Path) -> tuple[CpuInfo, list[str]]:

@@ -44,8 +44,14 @@ _RULES: dict[str, tuple[bool, str]] = {
         "(seed write-up pitfall 1); unknown on one side counts as different",
     ),
     "dsa.bus_present": (True, "the DSA queue set is compared on its own"),
-    "dsa.config_found": (True, "accel-config persistence decides the state after a reboot, not now"),
-    "dsa.saved_queues": (True, "accel-config persistence decides the state after a reboot, not now"),
+    "dsa.config_found": (
+        True,
+        "accel-config persistence decides the state after a reboot, not now",
+    ),
+    "dsa.saved_queues": (
+        True,
+        "accel-config persistence decides the state after a reboot, not now",
+    ),
     "dsa.persisted": (True, "accel-config persistence decides the state after a reboot, not now"),
     "missing": (True, "what could not be read; differences that matter show in other fields"),
 }
