@@ -22,9 +22,14 @@ def test_fast_path_matches_autoconfig(path):
     cfg, _ = text_config(raw)
     model_type = cfg.get("model_type") or raw["model_type"]
     assert model_type in KNOWN, f"{model_type} should be on the fast path"
+    from transformers import CONFIG_MAPPING
+
     full = _autoconfig_dict(model_type, cfg)
     if full is None:
-        pytest.skip(f"this transformers does not know {model_type}")
+        # Known type but the strict config class rejects the real hub file (Llama-4's
+        # attn_temperature_tuning=4 under transformers 5): nothing to compare against.
+        assert model_type not in CONFIG_MAPPING or model_type == "llama4_text", model_type
+        pytest.skip(f"transformers' {model_type} config class rejects this real config")
     fast = normalise(raw)
     slow = build_arch(model_type, full, raw, [])
     for field in ("hidden", "layers", "vocab", "heads", "kv_heads", "head_dim", "intermediate", "experts",

@@ -41,6 +41,7 @@ def _global(
 def _register() -> None:
     # Each module adds its command(s) to ``app``; keep this list the only place that knows them.
     from advisor.cli import inspect as _inspect  # noqa: F401
+    from advisor.cli import recommend as _recommend  # noqa: F401
     from advisor.cli import host as _host  # noqa: F401
 
 
@@ -68,6 +69,13 @@ def main(argv: list[str] | None = None) -> int:
         return exc.exit_code
     except click.exceptions.Exit as exc:
         return exc.exit_code
+    except Exception as exc:  # noqa: BLE001 - the one place unexpected errors become a message
+        import os
+
+        if os.environ.get("ADVISOR_DEBUG"):
+            raise
+        print(f"error: internal error: {type(exc).__name__}: {exc} (rerun with ADVISOR_DEBUG=1 for the traceback and report it)", file=sys.stderr)
+        return 70
     return rv if isinstance(rv, int) else 0
 
 

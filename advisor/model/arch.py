@@ -108,8 +108,12 @@ def _autoconfig_dict(model_type: str, cfg: dict) -> dict | None:
     if model_type not in CONFIG_MAPPING:
         return None
     try:
+        from huggingface_hub.errors import StrictDataclassFieldValidationError as strict_error
+    except ImportError:  # older huggingface_hub: no strict config dataclasses
+        strict_error = ValueError
+    try:
         conf = CONFIG_MAPPING[model_type](**{k: v for k, v in cfg.items() if k != "model_type"})
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, strict_error):
         # Strict config classes reject some real hub files (e.g. Llama-4's int attn_temperature_tuning
         # under transformers 5): the raw JSON is then the better source.
         return None

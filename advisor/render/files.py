@@ -42,7 +42,10 @@ def render_env(decision: Decision) -> list[tuple[str, str]]:
     for name, value in sorted(decision.env.items()):
         if not _ENV_NAME.match(name):
             raise UsageError(f"environment variable name {quoting.comment(name)} is not valid")
-        if name in UPSTREAM_ENV or (decision.dsa_env and name in DSA_ENV) or name.startswith("VLLM_"):
+        if name in DSA_ENV:
+            if decision.dsa_env:
+                items.append((name, value))
+        elif name in UPSTREAM_ENV or name.startswith("VLLM_"):
             items.append((name, value))
     return items
 

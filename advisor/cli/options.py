@@ -1,0 +1,18 @@
+"""Options shared by ``recommend`` and ``render`` (one definition, two commands)."""
+
+from __future__ import annotations
+
+import typer
+
+GPU = typer.Option(None, "--gpu", help="GPU model: B200, H200, H100, A100, L40S, MI300X (detected when omitted).")
+GPUS = typer.Option(None, "--gpus", min=1, help="GPUs for one server (detected when omitted).")
+TP = typer.Option(None, "--tp", min=1, help="tensor_parallel_size (default: --gpus).")
+CORPUS = typer.Option(
+    None, "--corpus",
+    help="Traffic: a seed corpus name (sharegpt, wildchat, lmsys, humaneval, mbpp, swebench, mix) or a trace file (K̄ is measured from it).",
+)  # fmt: skip
+TOKENIZER = typer.Option(None, "--tokenizer", help="Tokenizer for a --corpus file (default: the model's).")
+CONCURRENCY = typer.Option(32, "--concurrency", min=1, help="Requests in flight.")
+MAX_MODEL_LEN = typer.Option(None, "--max-model-len", min=16, help="Longest prompt+output (default 16384, capped at the model's context).")
+K = typer.Option(None, "--k", min=1, max=64, help="num_speculative_tokens when suffix is chosen (default from rules: 32).")
+GMU = typer.Option(None, "--gmu", min=0.05, max=0.99, help="gpu_memory_utilization (default from rules: 0.85).")

@@ -1,0 +1,114 @@
+"""``advisor recommend`` and ``advisor render``: thin adapters over advisor.plan.recommend."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from advisor.cli import options as o
+from advisor.cli.app import app
+from advisor.cli.common import JsonOpt, emit_json, model_arg, settings, table
+from advisor.errors import UsageError
+
+
+def build_recommendation(model, gpu, gpus, tp, corpus, tokenizer, concurrency, max_model_len, k, gmu):
+    """Load everything a recommendation needs (I/O) and call the pure core."""
+    from advisor.model.load import load_profile
+    from advisor.plan.host import resolve_host
+    from advisor.plan.recommend import recommend
+    from advisor.plan.wiring import planner, predictor, workload_for
+    from advisor.rules.loader import load_rules
+
+    s = settings()
+    profile = load_profile(model, s)
+    host = resolve_host(s, gpu, gpus)
+    if tp is not None and tp > host.gpus:
+        raise UsageError(f"--tp {tp} needs {tp} GPUs but the host has {host.gpus}; lower --tp or raise --gpus")
+    workload = workload_for(corpus, concurrency, tokenizer or model, k or 32)
+    return recommend(
+        profile, host, workload, load_rules(s.rules_dirs),
+        tensor_parallel_size=tp, max_model_len=max_model_len, num_speculative_tokens=k,
+        gpu_memory_utilization=gmu, predictor=predictor, planner=planner,
+    )  # fmt: skip
+
+
+def _print(rec) -> None:
+    from advisor.render.flags import serve_argv
+    import shlex
+
+    d = rec.decision
+    spec = f"suffix, K={d.num_speculative_tokens}" if d.speculative_method else "off (plain decoding)"
+    rows = [
+        ("model", f"{rec.model['id']} ({rec.model['arch']}, {rec.model['params_total_b']:g}B, {rec.model['weights_dtype']}, {rec.model['family']})"),
+        ("host", f"{rec.host.gpus}x{rec.host.gpu} ({rec.host.origin})"),
+        ("traffic", f"{rec.workload.corpus or 'unknown'}, concurrency {rec.workload.concurrency}"),
+        ("speculative decoding", spec),
+        ("gpu_memory_utilization", d.gpu_memory_utilization),
+        ("tensor_parallel_size", d.tensor_parallel_size),
+        ("max_model_len", d.max_model_len),
+        ("cudagraph_mode", d.cudagraph_mode),
+        ("DSA env", "on" if d.dsa_env else "off"),
+        ("host DSA work queues", rec.host_dsa_queues or "either"),
+    ]
+    if rec.prediction:
+        p = rec.prediction
+        rows.append(("predicted gain", f"x{p['gain']:.2f} [{p['gain_low']:.2f}, {p['gain_high']:.2f}], P(win)={p['p_win']:.2f}, K̄={p['k_bar']:.2f}, R={p['r']:.2f}"))
+    if rec.memory:
+        m = rec.memory
+        rows.append(("memory", f"{'boots' if m['boots'] else 'DOES NOT BOOT'}: {m['kv_cache_tokens']:,} KV tokens, {m['max_concurrency_at_max_len']:.1f} requests at max_model_len"))
+    print(table(rows, "Recommendation"))
+    print("\nLaunch:\n  " + " ".join(shlex.quote(a) for a in serve_argv(rec.model["id"], d)))
+    if d.env:
+        print("  env: " + " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(d.env.items())))
+    print("\nWhy:")
+    for line in rec.trace:
+        print(f"  - {line}")
+    for f in rec.rules_fired:
+        if f["severity"] != "info" or f["set"].get("speculation"):
+            print(f"  - [{f['id']}] {f['rationale']}")
+    if rec.warnings:
+        print("\nWarnings:")
+        for w in rec.warnings:
+            print(f"  ! {w}")
+
+
+@app.command("recommend")
+def recommend_cmd(
+    model: str = model_arg(),
+    gpu: str = o.GPU, gpus: int = o.GPUS, tp: int = o.TP, corpus: str = o.CORPUS, tokenizer: str = o.TOKENIZER,
+    concurrency: int = o.CONCURRENCY, max_model_len: int = o.MAX_MODEL_LEN, k: int = o.K, gmu: float = o.GMU,
+    json_out: bool = JsonOpt,
+) -> None:  # fmt: skip
+    """Recommend the fastest vLLM configuration for MODEL on this (or the given) GPU host, with reasons."""
+    rec = build_recommendation(model, gpu, gpus, tp, corpus, tokenizer, concurrency, max_model_len, k, gmu)
+    if json_out:
+        emit_json(rec.model_dump(mode="json"))
+    else:
+        _print(rec)
+
+
+@app.command("render")
+def render_cmd(
+    model: str = model_arg(),
+    out: Path = typer.Option(..., "--out", help="Directory to write launch.sh, vllm.service and vllm.env into."),
+    gpu: str = o.GPU, gpus: int = o.GPUS, tp: int = o.TP, corpus: str = o.CORPUS, tokenizer: str = o.TOKENIZER,
+    concurrency: int = o.CONCURRENCY, max_model_len: int = o.MAX_MODEL_LEN, k: int = o.K, gmu: float = o.GMU,
+    vllm_bin: str = typer.Option("vllm", "--vllm-bin", help="vLLM executable (absolute path recommended for systemd)."),
+    env_file: str = typer.Option("/etc/vllm/vllm.env", "--env-file", help="Where the unit's EnvironmentFile will be installed (absolute)."),
+    force: bool = typer.Option(False, "--force", help="Overwrite existing files."),
+    json_out: bool = JsonOpt,
+) -> None:  # fmt: skip
+    """Write launch.sh, vllm.service (systemd, EnvironmentFile) and vllm.env for the recommendation."""
+    from advisor.render.files import render_files
+    from advisor.render.write import write_files
+
+    rec = build_recommendation(model, gpu, gpus, tp, corpus, tokenizer, concurrency, max_model_len, k, gmu)
+    files = render_files(rec.model["id"], rec.decision, version=settings().vllm_version, vllm_bin=vllm_bin,
+                         env_file=env_file, host_dsa_queues=rec.host_dsa_queues)  # fmt: skip
+    written = write_files(out, files, force=force)
+    if json_out:
+        emit_json({"files": [str(p) for p in written], "recommendation": rec.model_dump(mode="json")})
+    else:
+        for p in written:
+            print(f"wrote {p}")

@@ -1,0 +1,64 @@
+"""Adapters that plug the memory planner, the predictor and the K̄ estimator into
+:func:`advisor.plan.recommend.recommend` (which stays pure and takes them as arguments)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from advisor.errors import UsageError
+from advisor.model.schema import ModelProfile
+from advisor.plan.decision import Decision
+from advisor.plan.host import HostContext
+from advisor.plan.workload import SEED_CORPORA, Workload
+
+
+def workload_for(corpus: str | None, concurrency: int, tokenizer: str, k: int) -> Workload:
+    """A seed corpus name, a trace file (K̄ measured with ``advisor kbar``'s estimator), or unknown."""
+    if corpus is None:
+        return Workload(concurrency=concurrency)
+    if corpus in SEED_CORPORA:
+        return Workload(corpus=corpus, concurrency=concurrency)
+    path = Path(corpus).expanduser()
+    if not path.is_file():
+        raise UsageError(f"--corpus {corpus!r} is neither a seed corpus ({', '.join(SEED_CORPORA)}) nor a file")
+    from advisor.kbar.api import estimate_kbar
+
+    result = estimate_kbar(path, tokenizer, k=k, until_ci=0.05)
+    return Workload(
+        corpus=str(path), corpus_is_file=True, concurrency=concurrency,
+        k_bar=result.tokens_per_step, k_bar_source=f"measured on {path.name} ({result.requests} requests, advisor kbar)",
+    )  # fmt: skip
+
+
+def predictor(profile: ModelProfile, host: HostContext, workload: Workload, k: int) -> dict | None:
+    """The K > R prediction as a plain dict (None when the predictor declines, e.g. no data)."""
+    from advisor.hardware.gpus import get_gpu
+    from advisor.predict.api import predict
+
+    state = None if host.dsa_enabled is None else ("ON" if host.dsa_enabled else "OFF")
+    pred = predict(profile, get_gpu(host.gpu), host.gpus, workload, host_state=state, k=k)
+    return pred.model_dump(mode="json") if pred is not None else None
+
+
+def planner(profile: ModelProfile, host: HostContext, decision: Decision):
+    """Boot feasibility: keep the decision when it boots, else take the nearest bootable one."""
+    from advisor.hardware.gpus import get_gpu
+    from advisor.plan.memory import plan_memory
+
+    gpu = get_gpu(host.gpu)
+    plan = plan_memory(profile, gpu, decision, num_gpus=host.gpus)
+    trace: list[str] = []
+    warnings: list[str] = []
+    if plan.boots:
+        trace.append(f"memory: {plan.reason}")
+    elif plan.alternative is not None:
+        alt = plan.alternative
+        trace.append(f"memory: the rules' choice {plan.reason}")
+        trace.append(f"memory: using the nearest configuration that boots: {alt.change} ({alt.reason})")
+        warnings.append(f"the configuration the rules chose does not boot on {host.gpus}x{host.gpu}; changed {alt.change}")
+        decision = alt.decision
+        plan = plan_memory(profile, gpu, decision, num_gpus=host.gpus)
+    else:
+        warnings.append(f"does not fit: {plan.reason}")
+        trace.append(f"memory: {plan.reason}")
+    return decision, plan.model_dump(mode="json", exclude={"alternative"}), trace, warnings
