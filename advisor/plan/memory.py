@@ -1,0 +1,326 @@
+"""Boot feasibility: predict vLLM's KV-cache blocks per GPU and find a configuration that boots.
+
+Pure functions over ``ModelProfile``, ``GpuSpec`` and ``Decision``. The terms and their sources are
+in :mod:`advisor.plan.memory_terms`; the model is written up in docs/memory.md. Rerun the table
+there with ``python -m advisor.plan.memory MODEL --gpu B200 --gpus 8 --gmu 0.85 --k 32 --k 0``.
+"""
+
+from __future__ import annotations
+
+import math
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from advisor.hardware.gpus import GpuSpec
+from advisor.model.schema import ModelProfile
+from advisor.plan import memory_terms as t
+from advisor.plan.decision import Decision
+
+MAX_GMU = 0.95
+"""Highest gpu_memory_utilization the alternative search proposes."""
+K_LADDER = (24, 16, 8, 4)
+"""Lower K values tried, in order, when speculation does not fit (suffix is kept)."""
+TP_LADDER = (1, 2, 4, 8, 16, 32, 64)
+"""Tensor-parallel sizes considered for the minimum GPU count and the alternative search."""
+GMU_LADDER = (0.88, 0.90, 0.92, 0.95)
+"""Higher gpu_memory_utilization values tried, in order."""
+SEQS_LADDER = (512, 256, 128, 64, 32)
+"""Lower max_num_seqs values tried, in order."""
+LEN_LADDER = (65536, 32768, 16384, 8192, 4096, 2048)
+"""Lower max_model_len values tried, in order."""
+
+
+def _gib(n: float) -> float:
+    return round(n / t.GiB, 2)
+
+
+class PlanSummary(BaseModel):
+    """The headline numbers of a plan (what an alternative is judged by)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    boots: bool
+    """Whether the engine is predicted to start."""
+    kv_cache_tokens: int
+    """Tokens the KV cache holds (num_gpu_blocks x block_size)."""
+    num_gpu_blocks: int
+    """KV blocks per GPU."""
+    max_concurrency_at_max_len: float
+    """How many requests of max_model_len tokens fit at once."""
+
+
+class Alternative(BaseModel):
+    """The nearest configuration that boots, when the asked one does not."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    decision: Decision
+    """The changed decision (everything else as asked)."""
+    plan_summary: PlanSummary
+    """Its predicted outcome."""
+    change: str
+    """What changed, e.g. ``num_speculative_tokens 32 -> 16``."""
+    reason: str
+    """Why this change, in words."""
+
+
+class MemoryPlan(BaseModel):
+    """Predicted start-up memory of one vLLM replica, per GPU."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    boots: bool
+    """Whether the engine is predicted to start (weights fit, at least one block, one full-length request fits)."""
+    kv_cache_tokens: int
+    """Tokens of KV cache (num_gpu_blocks x block_size); 0 when it does not boot."""
+    num_gpu_blocks: int
+    """KV blocks per GPU, as vLLM would log it (0 when the budget is exhausted)."""
+    max_concurrency_at_max_len: float
+    """Requests of max_model_len tokens the cache holds at once."""
+    dominant_term: str
+    """The term (key of terms_gib) that eats the most memory."""
+    terms_gib: dict[str, float]
+    """Per GPU, GiB: budget (gmu x total) = weights + activation_peak + spec_decode_extra +
+    cudagraph + non_torch + kv_cache - deficit; spec_decode_fitted is the fitted part of spec_decode_extra."""
+    reason: str
+    """The verdict in words."""
+    fits_weights: bool
+    """False: the weights alone do not fit in the budget on these GPUs."""
+    min_gpus_for_weights: int | None
+    """Smallest TP at which this model boots without speculation at this gmu and max_model_len
+    (None: not within 64 GPUs)."""
+    alternative: Alternative | None = None
+    """Nearest configuration that boots, when this one does not."""
+    inputs: dict[str, int] = Field(default_factory=dict)
+    """Resolved settings the arithmetic used: max_num_batched_tokens, max_num_seqs, block_size,
+    tensor_parallel_size, cudagraph graphs, block bytes."""
+    notes: list[str] = Field(default_factory=list)
+    """Assumptions and warnings (e.g. a TP size vLLM would reject for this head count)."""
+
+    def summary(self) -> PlanSummary:
+        """The headline numbers."""
+        return PlanSummary(
+            boots=self.boots,
+            kv_cache_tokens=self.kv_cache_tokens,
+            num_gpu_blocks=self.num_gpu_blocks,
+            max_concurrency_at_max_len=self.max_concurrency_at_max_len,
+        )
+
+
+def _core(profile: ModelProfile, gpu: GpuSpec, d: Decision, block_size: int) -> dict:
+    """All the arithmetic of one plan (no verdict text, no alternative search)."""
+    tp = d.tensor_parallel_size
+    k = (d.num_speculative_tokens or 0) if d.speculative_method else 0
+    mnbt, default_seqs = t.batch_defaults(gpu)
+    seqs = d.max_num_seqs or default_seqs
+    mnbt = max(mnbt, seqs)  # scheduler.py: max_num_batched_tokens must be >= max_num_seqs
+    total = gpu.memory_bytes
+    budget = math.ceil(total * d.gpu_memory_utilization)
+    w = t.weights_per_gpu(profile, tp)
+    rows = min(mnbt, seqs)  # gpu_model_runner.py _dummy_run: num_reqs = min(num_tokens, max_num_seqs)
+    fwd = t.forward_peak(profile, tp, mnbt)
+    act = max(fwd, t.sampler_peak(profile, rows, mnbt, spec=False))
+    spec_src = max(fwd, t.sampler_peak(profile, rows, mnbt, spec=True)) - act if k else 0
+    spec_fit = t.spec_fitted_bytes(profile, k, seqs) if k else 0
+    cg, graphs = t.cudagraph_bytes(profile, gpu, tp, d.cudagraph_mode, k, seqs, mnbt)
+    nt = t.non_torch_bytes(tp)
+    avail = budget - w.per_gpu - act - spec_src - spec_fit - cg - nt
+    kv_all, _ = t.kv_bytes_per_token_gpu(profile, tp)
+    block_bytes = max(1, block_size * kv_all)
+    blocks = max(0, avail // block_bytes)
+    need = t.kv_needed_one_request(profile, tp, d.max_model_len, block_size, mnbt)
+    return {
+        "tp": tp, "k": k, "mnbt": mnbt, "seqs": seqs, "total": total, "budget": budget, "w": w,
+        "act": act, "spec_src": spec_src, "spec_fit": spec_fit, "cg": cg, "graphs": graphs, "nt": nt,
+        "avail": avail, "block_bytes": block_bytes, "blocks": int(blocks), "need": need,
+        "usable": avail - block_bytes,  # kv_cache_utils.get_kv_cache_configs reserves the null block
+    }
+
+
+def _boots(c: dict, gpu: GpuSpec, gmu: float, num_gpus: int) -> tuple[bool, str]:
+    """(boots, reason) from the arithmetic."""
+    if c["tp"] > num_gpus:
+        return False, f"tensor_parallel_size {c['tp']} needs {c['tp']} GPUs; the host has {num_gpus}"
+    if c["budget"] + t.pre_snapshot_bytes(c["tp"]) > c["total"]:
+        return False, (
+            f"gpu_memory_utilization {gmu} asks for {_gib(c['budget'])} GiB but only about "
+            f"{_gib(c['total'] - t.pre_snapshot_bytes(c['tp']))} GiB is free after the CUDA context and NCCL "
+            "(vLLM: 'Free memory on device ... is less than desired GPU memory utilization')"
+        )
+    if c["w"].per_gpu >= c["budget"]:
+        return False, f"the weights alone ({_gib(c['w'].per_gpu)} GiB per GPU) exceed the budget ({_gib(c['budget'])} GiB)"
+    if c["blocks"] <= 0:
+        return False, (
+            f"no memory left for the KV cache: {_gib(-c['avail'])} GiB short per GPU, num_gpu_blocks=0 "
+            "(vLLM: 'No available memory for the cache blocks')"
+        )
+    if c["usable"] < c["need"]:
+        return False, (
+            f"one request of max_model_len needs {_gib(c['need'])} GiB of KV cache but only {_gib(max(0, c['usable']))} GiB "
+            "is left (vLLM: 'To serve at least one request with the model's max seq len')"
+        )
+    return True, "boots"
+
+
+def _terms(c: dict) -> dict[str, float]:
+    return {
+        "budget": _gib(c["budget"]),
+        "weights": _gib(c["w"].per_gpu),
+        "activation_peak": _gib(c["act"]),
+        "spec_decode_extra": _gib(c["spec_src"] + c["spec_fit"]),
+        "spec_decode_fitted": _gib(c["spec_fit"]),
+        "cudagraph": _gib(c["cg"]),
+        "non_torch": _gib(c["nt"]),
+        "kv_cache": _gib(max(0, c["avail"])),
+        "deficit": _gib(max(0, -c["avail"])),
+    }
+
+
+def _quick(profile: ModelProfile, gpu: GpuSpec, d: Decision, num_gpus: int, block_size: int) -> PlanSummary:
+    c = _core(profile, gpu, d, block_size)
+    ok, _ = _boots(c, gpu, d.gpu_memory_utilization, num_gpus)
+    tokens = c["blocks"] * block_size if ok else 0
+    return PlanSummary(boots=ok, kv_cache_tokens=tokens, num_gpu_blocks=c["blocks"],
+                       max_concurrency_at_max_len=round(max(0, c["avail"]) / c["need"], 2) if ok and c["need"] else 0.0)
+
+
+def _min_gpus(profile: ModelProfile, gpu: GpuSpec, d: Decision, block_size: int) -> int | None:
+    """Smallest TP (power of two) at which the model boots without speculation."""
+    for tp in TP_LADDER:
+        plain = d.model_copy(update={"tensor_parallel_size": tp, "speculative_method": None, "num_speculative_tokens": None})
+        if _quick(profile, gpu, plain, tp, block_size).boots:
+            return tp
+    return None
+
+
+def requantized(profile: ModelProfile, bits: int) -> ModelProfile:
+    """The same model with its linear layers stored at ``bits`` (embeddings and LM head kept 16-bit)."""
+    db = t.dense_bytes(profile)
+    vocab_params = profile.params_embedding_b * (1 if profile.tie_word_embeddings else 2) * 1e9
+    linear = max(0.0, profile.params_total_b * 1e9 - vocab_params)
+    weight_bytes = int(vocab_params * db + linear * bits / 8)
+    name = {8: "fp8", 4: "int4"}.get(bits, f"int{bits}")
+    quant = profile.quant.model_copy(update={"method": name, "weight_bits": bits, "ignored": []})
+    return profile.model_copy(update={"weight_bytes": weight_bytes, "weights_dtype": name, "quant_method": name, "quant": quant})
+
+
+def _other_quant_hint(profile: ModelProfile, gpu: GpuSpec, d: Decision, num_gpus: int, block_size: int) -> str:
+    hints = []
+    current = profile.quant.weight_bits if profile.quant.method else 16
+    for bits, label in ((8, "an FP8 checkpoint"), (4, "a 4-bit (AWQ/GPTQ/INT4) checkpoint")):
+        if bits >= current:
+            continue
+        q = requantized(profile, bits)
+        need = _min_gpus(q, gpu, d, block_size)
+        gib = _gib(q.weight_bytes)
+        where = f"boots on {need} x {gpu.name}" if need and need <= max(num_gpus, 1) else (
+            f"would need {need} x {gpu.name}" if need else "would still not fit within 64 GPUs")
+        hints.append(f"{label} (~{gib} GiB of weights) {where}")
+    return "; ".join(hints) if hints else "no smaller standard quantization than the current one"
+
+
+def plan_memory(profile: ModelProfile, gpu: GpuSpec, decision: Decision, *, num_gpus: int | None = None,
+                block_size: int = t.DEFAULT_BLOCK_SIZE, search: bool = True) -> MemoryPlan:
+    """Predict vLLM's start-up memory per GPU for ``decision`` on ``num_gpus`` x ``gpu``.
+
+    ``num_gpus`` defaults to the decision's tensor_parallel_size. When the configuration does not
+    boot and ``search`` is true, ``alternative`` holds :func:`nearest_bootable`'s answer.
+    """
+    num_gpus = num_gpus or decision.tensor_parallel_size
+    c = _core(profile, gpu, decision, block_size)
+    ok, why = _boots(c, gpu, decision.gpu_memory_utilization, num_gpus)
+    terms = _terms(c)
+    consumers = {k: v for k, v in terms.items() if k in ("weights", "activation_peak", "spec_decode_extra", "cudagraph", "non_torch")}
+    dominant = max(consumers, key=consumers.__getitem__)
+    fits = c["w"].per_gpu < c["budget"]
+    min_gpus = _min_gpus(profile, gpu, decision, block_size)
+    notes = _notes(profile, decision, c)
+    tokens = c["blocks"] * block_size if ok else 0
+    conc = round(max(0, c["avail"]) / c["need"], 2) if ok and c["need"] else 0.0
+    if ok:
+        reason = (f"boots: {_gib(max(0, c['avail']))} GiB per GPU left for the KV cache = {c['blocks']} blocks of "
+                  f"{block_size} tokens ({tokens} tokens, {conc} requests of {decision.max_model_len} tokens); "
+                  f"the largest term is {dominant} ({terms[dominant]} GiB)")
+    elif not fits:
+        reason = (f"does not boot: {why}. With this gpu_memory_utilization the model needs at least "
+                  f"{min_gpus or 'more than 64'} x {gpu.name}; {_other_quant_hint(profile, gpu, decision, num_gpus, block_size)}")
+    else:
+        reason = f"does not boot: {why}; the largest term is {dominant} ({terms[dominant]} GiB per GPU)"
+    plan = MemoryPlan(
+        boots=ok, kv_cache_tokens=tokens, num_gpu_blocks=c["blocks"], max_concurrency_at_max_len=conc,
+        dominant_term=dominant, terms_gib=terms, reason=reason, fits_weights=fits, min_gpus_for_weights=min_gpus,
+        inputs={"max_num_batched_tokens": c["mnbt"], "max_num_seqs": c["seqs"], "block_size": block_size,
+                "tensor_parallel_size": c["tp"], "num_gpus": num_gpus, "cudagraph_graphs": c["graphs"],
+                "block_bytes": c["block_bytes"], "num_speculative_tokens": c["k"]},
+        notes=notes,
+    )
+    if not ok and search:
+        plan.alternative = nearest_bootable(profile, gpu, decision, num_gpus=num_gpus, block_size=block_size)
+    return plan
+
+
+def _notes(profile: ModelProfile, d: Decision, c: dict) -> list[str]:
+    notes = []
+    tp = c["tp"]
+    if profile.num_attention_heads % tp:
+        notes.append(f"vLLM rejects tensor_parallel_size {tp}: {profile.num_attention_heads} attention heads are not divisible by it")
+    if profile.attention != "mla" and profile.num_kv_heads < tp:
+        notes.append(f"{profile.num_kv_heads} KV heads < TP {tp}: each rank keeps one whole KV head (replicated)")
+    if d.max_model_len > profile.max_context:
+        notes.append(f"max_model_len {d.max_model_len} exceeds the model's context {profile.max_context}; vLLM refuses it "
+                     "unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1")
+    if profile.sliding_window_layers:
+        notes.append("sliding-window layers: blocks counted at the all-layer page size (vLLM's hybrid allocator may fit more)")
+    if profile.attention == "mla":
+        notes.append("MLA: the KV latent is not split by TP; q_lora_rank taken as 3 x kv_lora_rank for the replicated down-projections")
+    if c["k"]:
+        notes.append(f"spec_decode_extra includes a FITTED term ({_gib(c['spec_fit'])} GiB) calibrated on the seed write-up's build; "
+                     "vLLM 0.32's profile run has no K-dependent allocation (docs/memory.md)")
+    return notes
+
+
+def _candidates(profile: ModelProfile, gpu: GpuSpec, d: Decision, num_gpus: int):
+    """(decision, change, reason) in the search order of nearest_bootable."""
+    k = d.num_speculative_tokens if d.speculative_method else None
+    if k:
+        for nk in (x for x in K_LADDER if x < k):
+            yield (d.model_copy(update={"num_speculative_tokens": nk}), f"num_speculative_tokens {k} -> {nk}",
+                   "fewer draft tokens shrink what speculative decoding holds at start-up; suffix stays on")
+    seqs = d.max_num_seqs or t.batch_defaults(gpu)[1]
+    label = f"{seqs}{'' if d.max_num_seqs else ' (default)'}"
+    for ns in (x for x in SEQS_LADDER if x < seqs):
+        yield (d.model_copy(update={"max_num_seqs": ns}), f"max_num_seqs {label} -> {ns}",
+               "a smaller batch shrinks the sampler and speculative-decoding buffers sized by max_num_seqs")
+    for g in (x for x in GMU_LADDER if d.gpu_memory_utilization < x <= MAX_GMU):
+        yield (d.model_copy(update={"gpu_memory_utilization": g}), f"gpu_memory_utilization {d.gpu_memory_utilization} -> {g}",
+               "a larger budget leaves more memory after weights and activations")
+    for ln in (x for x in LEN_LADDER if x < d.max_model_len):
+        yield (d.model_copy(update={"max_model_len": ln}), f"max_model_len {d.max_model_len} -> {ln}",
+               "a shorter maximum length needs less KV cache for one full-length request")
+    for tp in (x for x in TP_LADDER if d.tensor_parallel_size < x <= num_gpus):
+        yield (d.model_copy(update={"tensor_parallel_size": tp}), f"tensor_parallel_size {d.tensor_parallel_size} -> {tp}",
+               "more GPUs per replica split the weights and the KV cache further")
+    if k:
+        yield (d.model_copy(update={"speculative_method": None, "num_speculative_tokens": None}),
+               f"speculative decoding suffix K={k} -> off", "no smaller change boots with speculation on")
+
+
+def nearest_bootable(profile: ModelProfile, gpu: GpuSpec, decision: Decision, *, num_gpus: int,
+                     block_size: int = t.DEFAULT_BLOCK_SIZE) -> Alternative | None:
+    """The first single change that boots, in this order: lower K (suffix kept: 32 -> 24 -> 16 -> 8),
+    lower max_num_seqs, higher gmu (<= 0.95), lower max_model_len, higher TP (<= num_gpus), and as a
+    last resort speculation off. None when the decision already boots or nothing single does."""
+    if _quick(profile, gpu, decision, num_gpus, block_size).boots:
+        return None
+    for cand, change, why in _candidates(profile, gpu, decision, num_gpus):
+        s = _quick(profile, gpu, cand, num_gpus, block_size)
+        if s.boots:
+            return Alternative(decision=cand, plan_summary=s, change=change,
+                               reason=f"{why}: predicted to boot with {s.kv_cache_tokens} KV tokens")
+    return None
+
+
+if __name__ == "__main__":  # pragma: no cover - thin edge, see memory_cli
+    from advisor.plan.memory_cli import main
+
+    raise SystemExit(main())

@@ -1,0 +1,98 @@
+"""``python -m advisor.plan.memory MODEL --gpu B200 --gpus 8 --gmu 0.85 --k 32 --k 0``: the terms table.
+
+The I/O edge of the memory planner: resolves the model (``load_profile``) and the GPU, prints a
+Markdown table of the per-GPU terms, one column per K (docs/memory.md is generated with it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from advisor.plan.memory import MemoryPlan
+
+ROWS = (
+    ("budget", "budget (gmu x total)"),
+    ("weights", "weights"),
+    ("activation_peak", "activation peak (profile run)"),
+    ("spec_decode_extra", "speculative decoding extra"),
+    ("spec_decode_fitted", "  of which fitted"),
+    ("cudagraph", "CUDA graphs"),
+    ("non_torch", "non-torch (NCCL, workspaces)"),
+    ("kv_cache", "KV cache"),
+    ("deficit", "deficit"),
+)
+
+
+def terms_table(plans: dict[str, MemoryPlan]) -> str:
+    """Markdown table: one row per term (GiB per GPU), one column per labelled plan."""
+    labels = list(plans)
+    lines = ["| term (GiB per GPU) | " + " | ".join(labels) + " |", "|---|" + "---:|" * len(labels)]
+    for key, name in ROWS:
+        lines.append(f"| {name} | " + " | ".join(f"{plans[label].terms_gib[key]:.2f}" for label in labels) + " |")
+    extra = (
+        ("num_gpu_blocks", lambda p: str(p.num_gpu_blocks)),
+        ("KV cache tokens", lambda p: f"{p.kv_cache_tokens:,}"),
+        ("requests at max_model_len", lambda p: f"{p.max_concurrency_at_max_len:g}"),
+        ("largest term", lambda p: p.dominant_term),
+        ("boots", lambda p: "yes" if p.boots else "**no**"),
+    )
+    for name, fn in extra:
+        lines.append(f"| {name} | " + " | ".join(fn(plans[label]) for label in labels) + " |")
+    return "\n".join(lines)
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m advisor.plan.memory", description=__doc__.splitlines()[0])
+    p.add_argument("model", help="HF id, bundled catalog id or path to a model directory / config.json")
+    p.add_argument("--gpu", default="B200", help="GPU name from catalog/gpus.yaml")
+    p.add_argument("--gpus", type=int, default=8, help="GPUs on the host (also the default TP)")
+    p.add_argument("--tp", type=int, default=None, help="tensor_parallel_size (default: --gpus)")
+    p.add_argument("--gmu", type=float, default=0.85, help="gpu_memory_utilization")
+    p.add_argument("--max-model-len", type=int, default=16384)
+    p.add_argument("--max-num-seqs", type=int, default=None)
+    p.add_argument("--cudagraph-mode", default="FULL_AND_PIECEWISE")
+    p.add_argument("--k", type=int, action="append", help="suffix K (repeatable: one column each; 0 = no speculation)")
+    p.add_argument("--json", action="store_true", help="print the MemoryPlan objects as JSON instead")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    from advisor.errors import AdvisorError
+    from advisor.hardware.gpus import get_gpu
+    from advisor.model.load import load_profile
+    from advisor.plan.decision import Decision
+    from advisor.plan.memory import plan_memory
+
+    args = _parser().parse_args(argv)
+    try:
+        profile = load_profile(args.model)
+        gpu = get_gpu(args.gpu)
+        plans: dict[str, MemoryPlan] = {}
+        for k in args.k or [0]:
+            d = Decision(
+                speculative_method="suffix" if k else None, num_speculative_tokens=k or None,
+                gpu_memory_utilization=args.gmu, tensor_parallel_size=args.tp or args.gpus,
+                max_model_len=args.max_model_len, max_num_seqs=args.max_num_seqs, cudagraph_mode=args.cudagraph_mode,
+            )
+            plans[f"K={k}" if k else "no speculation"] = plan_memory(profile, gpu, d, num_gpus=args.gpus)
+    except AdvisorError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    if args.json:
+        print(json.dumps({label: p.model_dump(mode="json") for label, p in plans.items()}, indent=2))
+        return 0
+    tp = args.tp or args.gpus
+    print(f"{profile.id} on {args.gpus} x {gpu.name} ({gpu.memory_mib} MiB), TP={tp}, gmu={args.gmu}, "
+          f"max_model_len={args.max_model_len}, cudagraph {args.cudagraph_mode}\n")
+    print(terms_table(plans))
+    for label, p in plans.items():
+        print(f"\n{label}: {p.reason}")
+        if p.alternative:
+            print(f"  nearest that boots: {p.alternative.change} ({p.alternative.plan_summary.kv_cache_tokens:,} KV tokens)")
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())
