@@ -227,3 +227,29 @@ def test_cli_table(capsys):
     out = capsys.readouterr().out
     assert "| term (GiB per GPU) | K=32 | no speculation |" in out
     assert "| boots | **no** | yes |" in out
+
+
+# --- calibration ------------------------------------------------------------------------------
+
+
+def test_fitted_constant_lies_inside_the_seed_bracket():
+    from advisor.plan.memory_cli import SEED_OUTCOMES
+    from advisor.plan.memory_fit import bound, bracket
+
+    d = seed_decision(32)
+    bounds = [bound(profile(m), B200, d, booted) for m, booted in SEED_OUTCOMES]
+    lo, hi = bracket(bounds)
+    assert lo < t.SPEC_BYTES_PER_LAYER_HIDDEN < hi
+    # a term that only grows with the vocabulary cannot reproduce the seed: DeepSeek-R1 (vocab 129k,
+    # heavier weights per GPU) would fail before Llama-405B-FP8 (vocab 128k)
+    vocab = [bound(profile(m), B200, d, booted, "logits_vocab") for m, booted in SEED_OUTCOMES]
+    vlo, vhi = bracket(vocab)
+    assert vlo > vhi
+
+
+def test_calibration_cli(capsys):
+    from advisor.plan.memory_cli import main
+
+    assert main(["--calibration"]) == 0
+    out = capsys.readouterr().out
+    assert "allowed:" in out and "no c fits" in out

@@ -45,7 +45,7 @@ def terms_table(plans: dict[str, MemoryPlan]) -> str:
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m advisor.plan.memory", description=__doc__.splitlines()[0])
-    p.add_argument("model", help="HF id, bundled catalog id or path to a model directory / config.json")
+    p.add_argument("model", nargs="?", help="HF id, bundled catalog id or path to a model directory / config.json")
     p.add_argument("--gpu", default="B200", help="GPU name from catalog/gpus.yaml")
     p.add_argument("--gpus", type=int, default=8, help="GPUs on the host (also the default TP)")
     p.add_argument("--tp", type=int, default=None, help="tensor_parallel_size (default: --gpus)")
@@ -55,7 +55,55 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--cudagraph-mode", default="FULL_AND_PIECEWISE")
     p.add_argument("--k", type=int, action="append", help="suffix K (repeatable: one column each; 0 = no speculation)")
     p.add_argument("--json", action="store_true", help="print the MemoryPlan objects as JSON instead")
+    p.add_argument("--calibration", action="store_true",
+                   help="print the bounds the seed boot outcomes put on the fitted speculative-decoding constant")
     return p
+
+
+SEED_OUTCOMES = (
+    ("meta-llama/Llama-3.1-405B-Instruct-FP8", False),
+    ("deepseek-ai/DeepSeek-R1", True),
+    ("Qwen/Qwen2.5-72B-Instruct", True),
+    ("meta-llama/Llama-3.1-70B-Instruct", True),
+    ("deepseek-ai/DeepSeek-R1-Distill-Llama-70B", True),
+    ("Qwen/Qwen2.5-32B-Instruct", True),
+    ("deepseek-ai/DeepSeek-R1-Distill-Qwen-32B", True),
+    ("meta-llama/Llama-3.1-8B-Instruct", True),
+    ("Qwen/Qwen2.5-7B-Instruct", True),
+    ("deepseek-ai/DeepSeek-R1-Distill-Qwen-7B", True),
+)
+"""Seed write-up, finding 4: suffix K=32 at gmu 0.85, TP 8, 8 x B200: only 405B-FP8 failed to boot."""
+
+
+def calibration_table(args) -> str:
+    """Markdown table of the bound each seed outcome puts on SPEC_BYTES_PER_LAYER_HIDDEN."""
+    from advisor.hardware.gpus import get_gpu
+    from advisor.model.load import load_profile
+    from advisor.plan import memory_terms as t
+    from advisor.plan.decision import Decision
+    from advisor.plan.memory_fit import bound, bracket
+
+    gpu = get_gpu(args.gpu)
+    d = Decision(speculative_method="suffix", num_speculative_tokens=32, gpu_memory_utilization=args.gmu,
+                 tensor_parallel_size=args.tp or args.gpus, max_model_len=args.max_model_len,
+                 cudagraph_mode=args.cudagraph_mode)
+    from advisor.plan.memory_fit import HYPOTHESES
+
+    profiles = [(load_profile(m), booted) for m, booted in SEED_OUTCOMES]
+    lines: list[str] = []
+    for hyp, label in HYPOTHESES.items():
+        bounds = [bound(p, gpu, d, booted, hyp) for p, booted in profiles]
+        lines += [f"### K-dependent term = c x {label}", "",
+                  "| model | booted | room before the term (GiB) | term per byte of c (GiB) | bound on c (bytes) |",
+                  "|---|---|---:|---:|---:|"]
+        for b in bounds:
+            side = "<" if b.booted else ">"
+            lines.append(f"| {b.model} | {'yes' if b.booted else 'no'} | {b.room_gib:.2f} | {b.unit_gib:.2f} | {side} {b.bound:.2f} |")
+        lo, hi = bracket(bounds)
+        verdict = f"allowed: {lo:.2f} < c < {hi:.2f}" if lo < hi else f"no c fits: needs c > {lo:.2f} and c < {hi:.2f}"
+        used = f"; used: {t.SPEC_BYTES_PER_LAYER_HIDDEN}" if hyp == "layers_x_hidden" else ""
+        lines += ["", verdict + used, ""]
+    return "\n".join(lines).rstrip()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -66,6 +114,15 @@ def main(argv: list[str] | None = None) -> int:
     from advisor.plan.memory import plan_memory
 
     args = _parser().parse_args(argv)
+    if args.calibration:
+        try:
+            print(calibration_table(args))
+        except AdvisorError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return exc.exit_code
+        return 0
+    if not args.model:
+        _parser().error("MODEL is required (or --calibration)")
     try:
         profile = load_profile(args.model)
         gpu = get_gpu(args.gpu)
