@@ -253,3 +253,16 @@ def test_calibration_cli(capsys):
     assert main(["--calibration"]) == 0
     out = capsys.readouterr().out
     assert "allowed:" in out and "no c fits" in out
+
+
+def test_docs_table_is_current(capsys):
+    """docs/memory.md carries the CLI's table verbatim; rerun the command in the doc when this fails."""
+    from pathlib import Path
+
+    from advisor.plan.memory_cli import main
+
+    main([LLAMA_405B_FP8, "--gpu", "B200", "--gpus", "8", "--gmu", "0.85", "--k", "32", "--k", "16", "--k", "0"])
+    out = capsys.readouterr().out
+    table = "\n".join(line for line in out.splitlines() if line.startswith("|"))
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "memory.md").read_text()
+    assert table in doc
