@@ -61,6 +61,20 @@ def build_facts(profile: ModelProfile, host: HostContext, workload: Workload) ->
     return facts
 
 
+def valid_tp(profile: ModelProfile, gpus: int) -> int:
+    """Largest tensor-parallel size <= gpus that vLLM accepts for this model: attention heads must
+    divide evenly (vllm/config/parallel.py verify_with_model_config: num_attention_heads % tp == 0),
+    and KV heads must split or replicate evenly (GQA: kv % tp == 0 or tp % kv == 0)."""
+    for tp in range(gpus, 0, -1):
+        if profile.num_attention_heads % tp:
+            continue
+        kv = profile.num_kv_heads
+        if profile.attention != "mla" and kv % tp and tp % kv:
+            continue
+        return tp
+    return 1
+
+
 def _speculate(outcome: RulesOutcome, prediction: dict | None, trace: list[str]) -> bool:
     policy, rule = outcome.speculation, outcome.speculation_rule or "default"
     p_win = prediction.get("p_win") if prediction else None
@@ -111,6 +125,13 @@ def recommend(
     injected so that this function stays pure and testable."""
     from advisor.render.flags import DSA_ENV
 
+    if tensor_parallel_size is not None and profile.num_attention_heads % tensor_parallel_size:
+        from advisor.errors import UsageError
+
+        raise UsageError(
+            f"--tp {tensor_parallel_size} does not divide {profile.num_attention_heads} attention heads "
+            f"(vLLM rejects it); the largest valid TP on {host.gpus} GPUs is {valid_tp(profile, host.gpus)}"
+        )
     outcome = apply_rules(rules, build_facts(profile, host, workload))
     fields = dict(outcome.fields)
     k = num_speculative_tokens or fields.get("num_speculative_tokens") or 32
@@ -139,6 +160,14 @@ def recommend(
         env=env,
     )
     warnings = list(host.notes) + list(outcome.warnings)
+    if tensor_parallel_size is None and decision.tensor_parallel_size != valid_tp(profile, host.gpus):
+        tp = valid_tp(profile, host.gpus)
+        trace.append(
+            f"tensor_parallel_size {host.gpus} does not divide {profile.num_attention_heads} attention heads; using {tp}"
+        )
+        if host.gpus // tp > 1:
+            warnings.append(f"TP {tp} uses {tp} of {host.gpus} GPUs: run {host.gpus // tp} replicas (e.g. --data-parallel-size {host.gpus // tp}) to use them all")
+        decision = decision.model_copy(update={"tensor_parallel_size": tp})
     memory = None
     if planner is not None:
         decision, memory, plan_trace, plan_warnings = planner(profile, host, decision)
