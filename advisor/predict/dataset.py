@@ -24,6 +24,9 @@ SEED_GPU = "B200"
 SEED_TP = 8
 SEED_CONCURRENCY = 32
 SEED_K = 32
+KBAR_FLOOR = 1.0
+"""K̄ counts emitted tokens per step, so it is at least 1: where gain × R < 1 the step-cost model
+underestimates R, and the calibrated model (not the prior) has to carry the rest."""
 
 ProfileFn = Callable[[str], ModelProfile]
 
@@ -126,8 +129,19 @@ def probe_observations(records: Iterable, profile_of: ProfileFn | None = None) -
     return out
 
 
+_IMPLIED: dict[tuple, float] = {}
+
+
 def implied_kbar(obs: Observation, profile: ModelProfile) -> float:
     """K̄ that makes gain = K̄ / R(K̄) for this observation (fixed point; R grows slowly with K̄)."""
+    key = (profile.id, profile.weight_bytes, profile.family, obs.gpu, obs.tp, obs.concurrency, obs.k,
+           obs.corpus, obs.gain, obs.k_bar)  # fmt: skip
+    if key not in _IMPLIED:
+        _IMPLIED[key] = _solve_kbar(obs, profile)
+    return _IMPLIED[key]
+
+
+def _solve_kbar(obs: Observation, profile: ModelProfile) -> float:
     from advisor.hardware.gpus import get_gpu
     from advisor.predict.kbar_prior import draft_tokens, shape_for
     from advisor.predict.stepcost import r_ratio
@@ -136,13 +150,13 @@ def implied_kbar(obs: Observation, profile: ModelProfile) -> float:
         return obs.k_bar
     gpu = get_gpu(obs.gpu)
     ctx = shape_for(obs.corpus).context(profile.family)
-    kb = max(obs.gain, 1.0)
-    for _ in range(30):
+    kb = max(obs.gain, KBAR_FLOOR)
+    for _ in range(30):  # R grows slowly with K̄, so plain iteration contracts
         r = r_ratio(profile, gpu, obs.tp, concurrency=obs.concurrency, draft_tokens=draft_tokens(kb, obs.k), context=ctx, k=obs.k).r
-        new = max(obs.gain * r, 1.0)
-        if abs(math.log(new / kb)) < 1e-4:
+        new = max(obs.gain * r, KBAR_FLOOR)
+        if abs(math.log(new / kb)) < 1e-3:
             return new
-        kb = 0.5 * (kb + new)
+        kb = new
     return kb
 
 

@@ -236,11 +236,34 @@ class RBreakdown(BaseModel):
     """Mean drafted tokens per sequence verified in the speculative step."""
 
 
+_R_CACHE: dict[tuple, RBreakdown] = {}
+_PHYSICS_FIELDS = (
+    "id", "arch", "attention", "num_layers", "hidden_size", "vocab_size", "num_attention_heads", "num_kv_heads",
+    "head_dim", "experts", "experts_per_token", "moe_layers", "linear_attention_layers", "params_total_b",
+    "params_active_b", "params_embedding_b", "expert_params_b", "weights_dtype", "weight_bytes",
+    "kv_bytes_per_token", "kv_bytes_per_token_full", "sliding_window",
+)  # fmt: skip
+
+
+def _profile_key(p: ModelProfile) -> tuple:
+    return tuple(getattr(p, f) for f in _PHYSICS_FIELDS)
+
+
 def r_ratio(
     p: ModelProfile, gpu: GpuSpec, tp: int, *, concurrency: int, draft_tokens: float, context: float,
     draft_share: float = 0.6, k: int = 32,
 ) -> RBreakdown:  # fmt: skip
-    """R for ``concurrency`` sequences verifying ``draft_tokens`` drafted tokens each on average."""
+    """R for ``concurrency`` sequences verifying ``draft_tokens`` drafted tokens each on average (memoised)."""
+    key = (_profile_key(p), gpu.name, gpu.bandwidth_tbs, gpu.bf16_tflops, gpu.fp8_tflops, gpu.interconnect_gbs, tp,
+           concurrency, round(draft_tokens, 4), round(context, 1), round(draft_share, 4), k)  # fmt: skip
+    hit = _R_CACHE.get(key)
+    if hit is None:
+        hit = _R_CACHE[key] = _r_ratio(p, gpu, tp, concurrency, draft_tokens, context, draft_share, k)
+    return hit
+
+
+def _r_ratio(p: ModelProfile, gpu: GpuSpec, tp: int, concurrency: int, draft_tokens: float, context: float,
+             draft_share: float, k: int) -> RBreakdown:  # fmt: skip
     plain = step_cost(p, gpu, tp, StepShape(seqs=concurrency, tokens_per_seq=1, context=context, k=k))
     spec = step_cost(
         p, gpu, tp,

@@ -1,0 +1,147 @@
+"""Public API of the predictor: ``predict`` (gain, interval, P(win), K̄, R, why) and ``decide``.
+
+The rules engine may forbid suffix outright; where the rules leave room, ``decide`` turns a
+Prediction into suffix on / off.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from advisor.hardware.gpus import GpuSpec
+from advisor.model.schema import ModelProfile
+from advisor.plan.workload import SEED_CORPORA, Workload
+
+HostState = Literal["OFF", "ON"]
+WIN_THRESHOLD = 0.5
+"""Suffix is chosen when P(win) exceeds this (the evaluation's rule: it maximises expected log throughput)."""
+INTERVAL_Z = 1.6449
+"""90 % central interval of log gain."""
+_CACHE: dict[str, object] = {}
+
+
+class Prediction(BaseModel):
+    """What suffix decoding (K) is predicted to do against plain decoding for one deployment."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    gain: float
+    """Predicted suffix throughput / vanilla throughput (median)."""
+    gain_low: float
+    """Lower end of the 90 % interval."""
+    gain_high: float
+    """Upper end of the 90 % interval."""
+    p_win: float = Field(ge=0, le=1)
+    """Probability that suffix beats vanilla."""
+    k_bar: float
+    """Tokens emitted per verification step used (measured or prior)."""
+    k_bar_source: str
+    """``measured (…)`` or which prior row."""
+    r: float
+    """Step-cost ratio: verification step / plain decode step, from the physics model."""
+    host_state: HostState | None
+    """Host state predicted for; None = unknown (both states averaged, interval widened)."""
+    draft_tokens: float
+    """Mean drafted tokens per sequence per step assumed for R."""
+    context_tokens: float
+    """Mean KV context per sequence assumed for R."""
+    spec_graph_mode: str
+    """CUDA-graph mode vLLM runs the verification step in (piecewise / none)."""
+    mla_prefill_ms: float
+    """Milliseconds of the verification step spent on MLA's prefill-path fallback (0 if none)."""
+    calibration_shift: float
+    """Multiplicative correction the calibrated model applies to K̄ / R (exp δ)."""
+    model_seen: bool
+    """The model was measured in the calibration data (its own effect is used)."""
+    explanation: list[str]
+    """Which mechanisms drive R, where K̄ came from, and what is left to calibration."""
+
+
+def decide_p(p_win: float, threshold: float = WIN_THRESHOLD) -> bool:
+    """Suffix on when P(win) > threshold."""
+    return p_win > threshold
+
+
+def decide(prediction: Prediction, threshold: float = WIN_THRESHOLD) -> bool:
+    """True = enable suffix decoding (where the rules leave the choice open)."""
+    return decide_p(prediction.p_win, threshold)
+
+
+def _records_key(records) -> str:
+    if not records:
+        return "seed"
+    h = hashlib.sha256()
+    for r in records:
+        h.update(f"{r.campaign_id}|{r.config}|{r.outcome}|{r.throughput_tok_s}|{r.started_at}".encode())
+    return h.hexdigest()
+
+
+def calibrated_model(records=None, profile_of=None):
+    """The model fitted on the seed sweep (+ probe records), cached in-process by the records' content."""
+    from advisor.predict.calibrated import fit
+    from advisor.predict.dataset import default_profile_of, probe_observations, seed_observations
+
+    key = _records_key(records)
+    if key not in _CACHE:
+        profile_of = profile_of or default_profile_of()
+        obs = seed_observations(replicates=True) + probe_observations(records or [], profile_of)
+        _CACHE[key] = fit(obs, profile_of)
+    return _CACHE[key]
+
+
+def _phi(x: float) -> float:
+    return 0.5 * (1.0 + math.erf(x / math.sqrt(2.0)))
+
+
+def predict(
+    profile: ModelProfile,
+    gpu: GpuSpec,
+    tensor_parallel_size: int,
+    workload: Workload,
+    *,
+    host_state: HostState | None = None,
+    k: int = 32,
+    records=None,
+) -> Prediction:
+    """Predict the suffix gain for ``profile`` on ``tensor_parallel_size`` × ``gpu`` under ``workload``."""
+    from advisor.predict.calibrated import RowInputs
+    from advisor.predict.explain import explain
+
+    model = calibrated_model(records)
+    corpus = None if workload.corpus_is_file else workload.corpus
+    base = RowInputs(profile=profile, gpu=gpu, tp=tensor_parallel_size, corpus=corpus, host_state=host_state or "OFF",
+                     concurrency=workload.concurrency, k=k, k_bar=workload.k_bar)  # fmt: skip
+    states = [host_state] if host_state else ["OFF", "ON"]
+    rows = [model.predict_row(base.model_copy(update={"host_state": s})) for s in states]
+    mu = sum(r.mu for r in rows) / len(rows)
+    spread = (max(r.mu for r in rows) - min(r.mu for r in rows)) / 2
+    sigma = math.hypot(rows[0].sigma, spread)
+    row = rows[0]
+    source = row.k_bar_source
+    if workload.k_bar:
+        source = f"measured ({workload.k_bar_source or 'given'})"
+    elif workload.corpus and workload.corpus_is_file:
+        source += "; trace file given without a measured K̄: run `advisor kbar` on it"
+    elif workload.corpus and workload.corpus not in SEED_CORPORA:
+        source += f"; corpus {workload.corpus!r} is not a seed corpus"
+    return Prediction(
+        gain=round(math.exp(mu), 4),
+        gain_low=round(math.exp(mu - INTERVAL_Z * sigma), 4),
+        gain_high=round(math.exp(mu + INTERVAL_Z * sigma), 4),
+        p_win=round(_phi(mu / sigma), 4),
+        k_bar=round(row.k_bar, 4),
+        k_bar_source=source,
+        r=round(row.r.r, 4),
+        host_state=host_state,
+        draft_tokens=round(row.r.draft_tokens, 3),
+        context_tokens=round(row.context, 1),
+        spec_graph_mode=row.r.spec.graph_mode,
+        mla_prefill_ms=round(row.r.spec.t_mla_prefill * 1e3, 3),
+        calibration_shift=round(math.exp(sum(r.delta for r in rows) / len(rows)), 4),
+        model_seen=row.model_seen,
+        explanation=explain(profile, gpu, tensor_parallel_size, rows, host_state),
+    )

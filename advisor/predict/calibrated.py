@@ -1,0 +1,178 @@
+"""The calibrated model: physics offset + a robust linear correction, refit from CSV at load.
+
+    log gain = log K̄ − log R_physics + δ
+    δ = b0 + b1·ON·overhead_share + b2·reasoning·log(params_total/30B)
+        + b3·instruct·llama + b4·log R_physics + u_model
+
+- K̄: measured, or the prior of its corpus × family group derived from the training rows
+  (kbar_prior.derive over implied K̄ = gain × R).
+- ``overhead_share``: share of host-side time (launch, fixed, all-reduce) in the physics plain
+  step; the seed's host state moved vanilla throughput by +33–54 % for small models and ~0 % at
+  405B, i.e. in proportion to how host-bound the step is (no ON main effect: a purely
+  device-bound step would not see the host state).
+- ``u_model``: one indicator per training model (absorbs what is peculiar to a measured model so
+  the population terms are estimated within models). A model that was not measured gets
+  u = 0 and a wider interval (σ² = σ_residual² + σ_model²).
+- Huber loss (scikit-learn HuberRegressor): the seed has outliers (Qwen2.5-72B humaneval van_off
+  806 tok/s; DeepSeek-R1 humaneval suf_on 1219 vs 606 OFF) that a squared loss would chase.
+
+No pickle: ``fit`` runs on the shipped CSV (and probe records) in well under a second.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from pydantic import BaseModel, ConfigDict
+
+from advisor.hardware.gpus import GpuSpec, get_gpu
+from advisor.model.schema import ModelProfile
+from advisor.predict import kbar_prior as kp
+from advisor.predict.dataset import KBAR_FLOOR, Observation, ProfileFn, implied_kbar
+from advisor.predict.stepcost import RBreakdown, r_ratio
+
+FEATURES = ("host_on_x_overhead", "reasoning_x_logsize", "instruct_x_llama", "log_r")
+"""Population features of δ, in coefficient order."""
+HUBER_ALPHA = 1.0
+"""L2 penalty of the Huber regression (also shrinks the per-model indicators toward 0)."""
+HUBER_EPSILON = 1.35
+SIZE_REF_B = 30.0
+"""Reference size (billions) the size term is centred on."""
+MIN_SIGMA = 0.08
+"""Floor on the predictive standard deviation of log gain (run-to-run noise of a throughput ratio)."""
+
+
+class RowInputs(BaseModel):
+    """What the model needs to predict one configuration."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    profile: ModelProfile
+    gpu: GpuSpec
+    tp: int
+    corpus: str | None
+    host_state: str
+    concurrency: int
+    k: int
+    k_bar: float | None = None
+    """Measured K̄, if any (else the prior is used)."""
+
+
+class RowPrediction(BaseModel):
+    """Mean and spread of log gain with the parts that made it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    mu: float
+    sigma: float
+    k_bar: float
+    k_bar_source: str
+    r: RBreakdown
+    context: float
+    offset: float
+    """log K̄ − log R."""
+    delta: float
+    """Calibrated correction δ (sum of terms below)."""
+    terms: dict[str, float]
+    model_seen: bool
+
+
+def overhead_share(p: ModelProfile, gpu: GpuSpec, tp: int, concurrency: int, context: float) -> float:
+    """Share of a plain decode step the physics model spends on host-side costs."""
+    c = r_ratio(p, gpu, tp, concurrency=concurrency, draft_tokens=0.0, context=context).plain
+    return (c.t_launch + c.t_fixed + c.t_allreduce) / c.total
+
+
+def population_features(p: ModelProfile, host_state: str, ov_share: float, log_r: float) -> list[float]:
+    """The FEATURES vector."""
+    on = 1.0 if host_state == "ON" else 0.0
+    reasoning = 1.0 if kp.family_group(p.family) == "reasoning" else 0.0
+    size = math.log(max(p.params_total_b, 0.1) / SIZE_REF_B)
+    llama = 1.0 if p.arch_family == "llama" else 0.0
+    return [on * ov_share, reasoning * size, (1.0 - reasoning) * llama, log_r]
+
+
+class CalibratedModel(BaseModel):
+    """A fitted model: priors, coefficients, per-model effects and residual spread."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    priors: list[kp.KbarPrior]
+    coef: list[float]
+    intercept: float
+    model_effects: dict[str, float]
+    sigma_residual: float
+    sigma_model: float
+    n_obs: int
+    sources: list[str]
+    """What it was fitted on (``seed``, ``seed-dsa``, ``probe:<campaign>`` …, deduplicated)."""
+
+    def kbar_for(self, inputs: RowInputs) -> tuple[float, str]:
+        if inputs.k_bar:
+            return inputs.k_bar, "measured"
+        return kp.lookup(self.priors, inputs.corpus, inputs.profile.family)
+
+    def predict_row(self, inputs: RowInputs, *, model_id: str | None = None) -> RowPrediction:
+        p = inputs.profile
+        k_bar, source = self.kbar_for(inputs)
+        context = kp.shape_for(inputs.corpus).context(p.family)
+        r = r_ratio(p, inputs.gpu, inputs.tp, concurrency=inputs.concurrency,
+                    draft_tokens=kp.draft_tokens(k_bar, inputs.k), context=context, k=inputs.k)  # fmt: skip
+        offset = math.log(max(k_bar, KBAR_FLOOR)) - math.log(r.r)
+        ov = overhead_share(p, inputs.gpu, inputs.tp, inputs.concurrency, context)
+        x = population_features(p, inputs.host_state, ov, math.log(r.r))
+        terms = {name: c * v for name, c, v in zip(FEATURES, self.coef, x)}
+        terms["intercept"] = self.intercept
+        key = model_id or p.id
+        seen = key in self.model_effects
+        if seen:
+            terms["model_effect"] = self.model_effects[key]
+        delta = sum(terms.values())
+        sigma = math.hypot(self.sigma_residual, 0.0 if seen else self.sigma_model)
+        return RowPrediction(mu=offset + delta, sigma=max(sigma, MIN_SIGMA), k_bar=k_bar, k_bar_source=source, r=r,
+                             context=context, offset=offset, delta=delta, terms=terms, model_seen=seen)  # fmt: skip
+
+
+def inputs_for(obs: Observation, profile: ModelProfile) -> RowInputs:
+    """RowInputs of an observation (its measured K̄, if any, is not used: that would be the answer)."""
+    return RowInputs(profile=profile, gpu=get_gpu(obs.gpu), tp=obs.tp, corpus=obs.corpus,
+                     host_state=obs.host_state, concurrency=obs.concurrency, k=obs.k)  # fmt: skip
+
+
+def fit(observations: Sequence[Observation], profile_of: ProfileFn, *, exclude_model: str | None = None) -> CalibratedModel:
+    """Fit on ``observations`` (all rows of ``exclude_model`` left out: leave-one-model-out)."""
+    import numpy as np
+    from sklearn.linear_model import HuberRegressor
+
+    train = [o for o in observations if o.model != exclude_model]
+    if not train:
+        raise ValueError("no calibration rows left to fit on")
+    implied = [(o.model, o.corpus, o.family, implied_kbar(o, profile_of(o.model))) for o in train if o.corpus]
+    priors = kp.derive(implied, source=f"implied by {len(implied)} calibration rows (K̄ = gain × R)")
+    models = sorted({o.model for o in train})
+    shell = CalibratedModel(priors=priors, coef=[0.0] * len(FEATURES), intercept=0.0, model_effects={},
+                            sigma_residual=0.0, sigma_model=0.0, n_obs=len(train), sources=[])  # fmt: skip
+    rows, ys = [], []
+    for o in train:
+        p = profile_of(o.model)
+        inputs = inputs_for(o, p)
+        if o.k_bar:
+            inputs = inputs.model_copy(update={"k_bar": o.k_bar})
+        pred = shell.predict_row(inputs, model_id=o.model)
+        ov = overhead_share(p, inputs.gpu, o.tp, o.concurrency, pred.context)
+        x = population_features(p, o.host_state, ov, math.log(pred.r.r))
+        rows.append(x + [1.0 if o.model == m else 0.0 for m in models])
+        ys.append(math.log(o.gain) - pred.offset)
+    X, y = np.asarray(rows), np.asarray(ys)
+    reg = HuberRegressor(alpha=HUBER_ALPHA, epsilon=HUBER_EPSILON, max_iter=1000).fit(X, y)
+    n = len(FEATURES)
+    effects = {m: float(c) for m, c in zip(models, reg.coef_[n:])}
+    resid = y - reg.predict(X)
+    sigma_res = 1.4826 * float(np.median(np.abs(resid - np.median(resid))))
+    sigma_model = float(np.std(list(effects.values()))) if len(effects) > 1 else 0.3
+    return CalibratedModel(
+        priors=priors, coef=[float(c) for c in reg.coef_[:n]], intercept=float(reg.intercept_),
+        model_effects=effects, sigma_residual=sigma_res, sigma_model=sigma_model, n_obs=len(train),
+        sources=sorted({o.source.split(":")[0] if o.source.startswith("seed") else o.source for o in train}),
+    )  # fmt: skip

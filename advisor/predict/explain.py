@@ -1,0 +1,74 @@
+"""Plain-language reasons for a Prediction: which mechanism moves R, where K̄ came from, and
+what the calibrated model adds that no mechanism explains."""
+
+from __future__ import annotations
+
+import math
+
+from advisor.hardware.gpus import GpuSpec
+from advisor.model.schema import ModelProfile
+from advisor.predict import mechanisms as mech
+from advisor.predict.stepcost import experts_touched
+
+_TERM_WORDS = {
+    "host_on": "host state ON (the seed's DSA-queue state; a label of the host, not a mechanism)",
+    "host_on_x_overhead": "host state ON × host-bound share of the plain step (vanilla sped up +33–54 % for small models when the seed host was ON)",
+    "reasoning_x_logsize": "reasoning family × model size (in the seed, reasoning models' K̄ falls with size: distills 7B > 32B > 70B)",
+    "instruct_x_llama": "Llama-family instruct model (the seed's Llama instruct models gain more than Qwen's at every size)",
+    "log_r": "correction of the physics R's weight",
+    "model_effect": "this model's own measured effect",
+    "intercept": "average offset of the calibration rows",
+}
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1e3:.2f} ms"
+
+
+def explain(profile: ModelProfile, gpu: GpuSpec, tp: int, rows: list, host_state: str | None) -> list[str]:
+    """Lines for Prediction.explanation (``rows``: one RowPrediction per host state considered)."""
+    row = rows[0]
+    r, plain, spec = row.r, row.r.plain, row.r.spec
+    seqs = round(plain.tokens)
+    out = [
+        f"K > R: K̄ = {row.k_bar:.2f} tokens/step ({row.k_bar_source}); R = {r.r:.2f} = verification step "
+        f"{_ms(spec.total)} ({seqs} seqs × {1 + r.draft_tokens:.1f} tokens) / plain step {_ms(plain.total)} "
+        f"on {tp}× {gpu.name}, context ≈ {row.context:.0f} tokens",
+        f"plain step: roofline {_ms(plain.t_roofline)} (weights+KV {_ms(plain.t_memory)}, compute {_ms(plain.t_compute)}), "
+        f"all-reduce {_ms(plain.t_allreduce)}, launch ({plain.graph_mode} graph) {_ms(plain.t_launch)}, host {_ms(plain.t_fixed)}",
+        f"verification step: roofline {_ms(spec.t_roofline - spec.t_mla_prefill)}, all-reduce {_ms(spec.t_allreduce)}, "
+        f"launch {_ms(spec.t_launch)}, drafting {_ms(spec.t_draft)}",
+    ]
+    if profile.arch == "moe" and profile.experts:
+        a = experts_touched(profile.experts, profile.experts_per_token, plain.tokens)
+        b = experts_touched(profile.experts, profile.experts_per_token, spec.tokens)
+        out.append(f"MoE: {a:.0f} of {profile.experts} experts per layer are read at {plain.tokens:.0f} tokens, {b:.0f} at "
+                   f"{spec.tokens:.0f} (uniform routing E·(1−(1−k/E)^t)): weight reads ×{spec.weight_bytes / plain.weight_bytes:.2f}")  # fmt: skip
+    if profile.attention == "mla":
+        backend, support = mech.mla_backend(gpu.name)
+        if spec.t_mla_prefill > 0:
+            out.append(f"MLA: {backend} decodes only {support.replace('_', '-')} query lengths; suffix drafts differ per sequence, so "
+                       f"vLLM sends drafting sequences down MLA's prefill path, which re-expands each cached context through "
+                       f"kv_b_proj: +{_ms(spec.t_mla_prefill)} per verification step "
+                       f"(vllm/v1/attention/backends/utils.py:split_decodes_and_prefills, require_uniform)")  # fmt: skip
+        else:
+            out.append(f"MLA: {backend} takes variable-length queries on {gpu.name}: no prefill-path fallback")
+    if spec.graph_mode == "none":
+        out.append(f"CUDA graphs: a {spec.tokens:.0f}-token verification step exceeds vLLM's largest capture size (512): "
+                   "it runs without graphs (vllm/config/vllm.py:_set_cudagraph_sizes)")  # fmt: skip
+    else:
+        out.append("CUDA graphs: verification batches are not uniform (drafts differ in length), so they replay PIECEWISE "
+                   "graphs with eager attention (gpu_model_runner uniform_decode check)")  # fmt: skip
+    shift = sum(x.delta for x in rows) / len(rows)
+    big = sorted(((k, sum(x.terms.get(k, 0.0) for x in rows) / len(rows)) for k in row.terms), key=lambda kv: -abs(kv[1]))
+    parts = ", ".join(f"{_TERM_WORDS.get(k, k)} ×{math.exp(v):.2f}" for k, v in big if abs(v) >= 0.05)
+    out.append(f"left to calibration: ×{math.exp(shift):.2f} on K̄/R" + (f" ({parts})" if parts else ""))
+    if abs(shift) >= 0.3:
+        out.append("no mechanism in the step-cost model explains that part; it is fitted from measurements")
+    if not row.model_seen:
+        out.append("this model was not measured: interval includes the spread between models")
+    if host_state is None:
+        out.append("host state unknown: OFF and ON predictions averaged, interval widened by their difference")
+    if gpu.name != "B200":
+        out.append(f"calibration rows come from B200 hosts (plus any probes); on {gpu.name} only the physics is specific to the GPU")
+    return out
