@@ -17,7 +17,7 @@ def build_recommendation(model, gpu, gpus, tp, corpus, tokenizer, concurrency, m
     from advisor.model.load import load_profile
     from advisor.plan.host import resolve_host
     from advisor.plan.recommend import recommend
-    from advisor.plan.wiring import planner, predictor, workload_for
+    from advisor.plan.wiring import make_predictor, planner, workload_for
     from advisor.rules.loader import load_rules
 
     s = settings()
@@ -29,7 +29,7 @@ def build_recommendation(model, gpu, gpus, tp, corpus, tokenizer, concurrency, m
     return recommend(
         profile, host, workload, load_rules(s.rules_dirs),
         tensor_parallel_size=tp, max_model_len=max_model_len, num_speculative_tokens=k,
-        gpu_memory_utilization=gmu, predictor=predictor, planner=planner,
+        gpu_memory_utilization=gmu, predictor=make_predictor(s.data_dir / "cache"), planner=planner,
     )  # fmt: skip
 
 

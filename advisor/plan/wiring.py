@@ -30,13 +30,23 @@ def workload_for(corpus: str | None, concurrency: int, tokenizer: str, k: int) -
     )  # fmt: skip
 
 
-def predictor(profile: ModelProfile, host: HostContext, workload: Workload, k: int) -> dict | None:
+def make_predictor(cache_dir: Path | None):
+    """A predictor for :func:`recommend` that keeps fitted coefficients (JSON) under ``cache_dir``."""
+
+    def _predict(profile: ModelProfile, host: HostContext, workload: Workload, k: int) -> dict | None:
+        return predictor(profile, host, workload, k, cache_dir=cache_dir)
+
+    return _predict
+
+
+def predictor(profile: ModelProfile, host: HostContext, workload: Workload, k: int, *, cache_dir: Path | None = None) -> dict | None:
     """The K > R prediction as a plain dict (None when the predictor declines, e.g. no data)."""
     from advisor.hardware.gpus import get_gpu
+    from advisor.plan.recommend import valid_tp
     from advisor.predict.api import predict
 
     state = None if host.dsa_enabled is None else ("ON" if host.dsa_enabled else "OFF")
-    pred = predict(profile, get_gpu(host.gpu), host.gpus, workload, host_state=state, k=k)
+    pred = predict(profile, get_gpu(host.gpu), valid_tp(profile, host.gpus), workload, host_state=state, k=k, cache_dir=cache_dir)
     return pred.model_dump(mode="json") if pred is not None else None
 
 

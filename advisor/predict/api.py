@@ -80,17 +80,65 @@ def _records_key(records) -> str:
     return h.hexdigest()
 
 
-def calibrated_model(records=None, profile_of=None):
-    """The model fitted on the seed sweep (+ probe records), cached in-process by the records' content."""
+def _fit_key(records) -> str:
+    """Content hash of everything a fit depends on: calibration data, GPU table, the predictor's
+    and the profile's code, and the probe records."""
+    from pathlib import Path
+
+    from advisor.paths import data_path
+
+    h = hashlib.sha256(_records_key(records).encode())
+    pkg = Path(__file__).resolve().parent.parent
+    files = sorted(data_path("calibration").glob("*.csv")) + [data_path("catalog") / "gpus.yaml"]
+    files += sorted((pkg / "predict").glob("*.py")) + sorted((pkg / "model").glob("*.py"))
+    for path in files:
+        h.update(path.name.encode())
+        h.update(path.read_bytes())
+    return h.hexdigest()[:24]
+
+
+def calibrated_model(records=None, profile_of=None, *, cache_dir=None):
+    """The model fitted on the seed sweep (+ probe records), cached in-process by the records' content.
+
+    With ``cache_dir`` the fitted coefficients are also kept as JSON (never pickle) under a content
+    hash, so a cold process skips the scikit-learn import and the fit; any change to the data or
+    the predictor's code changes the hash and forces a refit.
+    """
+    from advisor.predict.calibrated import CalibratedModel
+
+    key = _records_key(records)
+    if key in _CACHE:
+        return _CACHE[key]
+    path = None
+    if cache_dir is not None and profile_of is None:
+        from pathlib import Path
+
+        path = Path(cache_dir) / f"calibrated-{_fit_key(records)}.json"
+        if path.is_file():
+            try:
+                _CACHE[key] = CalibratedModel.model_validate_json(path.read_text())
+                return _CACHE[key]
+            except ValueError:
+                path.unlink(missing_ok=True)  # a corrupt cache is refitted, never trusted
     from advisor.predict.calibrated import fit
     from advisor.predict.dataset import default_profile_of, probe_observations, seed_observations
 
-    key = _records_key(records)
-    if key not in _CACHE:
-        profile_of = profile_of or default_profile_of()
-        obs = seed_observations(replicates=True) + probe_observations(records or [], profile_of)
-        _CACHE[key] = fit(obs, profile_of)
-    return _CACHE[key]
+    profile_of = profile_of or default_profile_of()
+    obs = seed_observations(replicates=True) + probe_observations(records or [], profile_of)
+    model = _CACHE[key] = fit(obs, profile_of)
+    if path is not None:
+        import os
+        import tempfile
+
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".calibrated-")
+            with os.fdopen(fd, "w") as fh:
+                fh.write(model.model_dump_json())
+            os.replace(tmp, path)
+        except OSError:
+            pass  # a read-only data dir only costs the next process a refit
+    return model
 
 
 def _phi(x: float) -> float:
@@ -106,12 +154,13 @@ def predict(
     host_state: HostState | None = None,
     k: int = 32,
     records=None,
+    cache_dir=None,
 ) -> Prediction:
     """Predict the suffix gain for ``profile`` on ``tensor_parallel_size`` × ``gpu`` under ``workload``."""
     from advisor.predict.calibrated import RowInputs
     from advisor.predict.explain import explain
 
-    model = calibrated_model(records)
+    model = calibrated_model(records, cache_dir=cache_dir)
     corpus = None if workload.corpus_is_file else workload.corpus
     base = RowInputs(profile=profile, gpu=gpu, tp=tensor_parallel_size, corpus=corpus, host_state=host_state or "OFF",
                      concurrency=workload.concurrency, k=k, k_bar=workload.k_bar)  # fmt: skip
