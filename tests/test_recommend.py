@@ -140,3 +140,19 @@ def test_every_bundled_rule_has_rationale_and_source():
     rules = load_rules()
     assert len({r.id for r in rules}) == len(rules) >= 10
     assert all(r.rationale.strip() and r.source.strip() for r in rules)
+
+
+def test_probe_records_in_the_store_move_the_prediction(run_cli, isolated_home):
+    from advisor.probe.record import ProbeRecord
+    from advisor.settings import load_settings
+    from advisor.store import open_store
+
+    args = ("meta-llama/Llama-3.1-8B-Instruct", "--gpu", "H200", "--gpus", "1", "--corpus", "sharegpt")
+    before = _rec(run_cli, *args)["prediction"]
+    base = dict(campaign_id="c1", model="meta-llama/Llama-3.1-8B-Instruct", gpu="H200", gpus=1, corpus="sharegpt",
+                concurrency=32, outcome="ok", started_at="2026-11-29T10:00:00Z")  # fmt: skip
+    with open_store(load_settings()) as store:
+        store.insert(ProbeRecord(**base, config="vanilla", throughput_tok_s=4000.0))
+        store.insert(ProbeRecord(**base, config="suffix:32", throughput_tok_s=2000.0, tokens_per_step=1.2))
+    after = _rec(run_cli, *args)["prediction"]
+    assert after["gain"] < before["gain"]  # this host measured suffix at half the vanilla speed

@@ -29,7 +29,7 @@ def build_recommendation(model, gpu, gpus, tp, corpus, tokenizer, concurrency, m
     return recommend(
         profile, host, workload, load_rules(s.rules_dirs),
         tensor_parallel_size=tp, max_model_len=max_model_len, num_speculative_tokens=k,
-        gpu_memory_utilization=gmu, predictor=make_predictor(s.data_dir / "cache"), planner=planner,
+        gpu_memory_utilization=gmu, predictor=make_predictor(s), planner=planner,
     )  # fmt: skip
 
 

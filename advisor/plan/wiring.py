@@ -30,23 +30,34 @@ def workload_for(corpus: str | None, concurrency: int, tokenizer: str, k: int) -
     )  # fmt: skip
 
 
-def make_predictor(cache_dir: Path | None):
-    """A predictor for :func:`recommend` that keeps fitted coefficients (JSON) under ``cache_dir``."""
+def make_predictor(settings):
+    """A predictor for :func:`recommend`: fitted on the seed sweep plus this user's probe records
+    (the SQLite store, when it exists), with the fitted coefficients kept as JSON in the data dir."""
+    from advisor.store import store_path
+
+    records = None
+    if store_path(settings).is_file():
+        from advisor.store import open_store
+
+        with open_store(settings) as store:
+            records = [r for r in store.list_records() if r.outcome == "ok"] or None
+    cache_dir = settings.data_dir / "cache"
 
     def _predict(profile: ModelProfile, host: HostContext, workload: Workload, k: int) -> dict | None:
-        return predictor(profile, host, workload, k, cache_dir=cache_dir)
+        return predictor(profile, host, workload, k, cache_dir=cache_dir, records=records)
 
     return _predict
 
 
-def predictor(profile: ModelProfile, host: HostContext, workload: Workload, k: int, *, cache_dir: Path | None = None) -> dict | None:
+def predictor(profile: ModelProfile, host: HostContext, workload: Workload, k: int, *,
+              cache_dir: Path | None = None, records=None) -> dict | None:  # fmt: skip
     """The K > R prediction as a plain dict (None when the predictor declines, e.g. no data)."""
     from advisor.hardware.gpus import get_gpu
     from advisor.plan.recommend import valid_tp
     from advisor.predict.api import predict
 
     state = None if host.dsa_enabled is None else ("ON" if host.dsa_enabled else "OFF")
-    pred = predict(profile, get_gpu(host.gpu), valid_tp(profile, host.gpus), workload, host_state=state, k=k, cache_dir=cache_dir)
+    pred = predict(profile, get_gpu(host.gpu), valid_tp(profile, host.gpus), workload, host_state=state, k=k, cache_dir=cache_dir, records=records)
     return pred.model_dump(mode="json") if pred is not None else None
 
 
