@@ -21,7 +21,7 @@ def workload_for(corpus: str | None, concurrency: int, tokenizer: str, k: int) -
     path = Path(corpus).expanduser()
     if not path.is_file():
         raise UsageError(f"--corpus {corpus!r} is neither a seed corpus ({', '.join(SEED_CORPORA)}) nor a file")
-    from advisor.kbar.api import estimate_kbar
+    from advisor.kbar.estimate import estimate_kbar
 
     result = estimate_kbar(path, tokenizer, k=k, until_ci=0.05)
     return Workload(
