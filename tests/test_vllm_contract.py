@@ -84,6 +84,12 @@ def parsed() -> dict[str, dict]:
     bad_spec = json.dumps({"method": "suffix", "num_speculative_tokens": 8, "suffix_decoding_min_token_prob": 2.0})
     cases.append({"id": "bad_suffix_value", "argv": [MODEL, "--speculative-config", bad_spec]})
     cases.append({"id": "bad_cudagraph_mode", "argv": [MODEL, "--compilation-config", '{"cudagraph_mode":"SOMETIMES"}']})
+    # The probe's own configurations (advisor.probe.configs) go through the same parser.
+    from advisor.probe.configs import parse_configs, probe_flags
+
+    for cfg in parse_configs("vanilla,suffix:16,ngram:4,suffix:8@gmu=0.8@max_model_len=4096"):
+        argv = _roundtrip([MODEL, *probe_flags(cfg, Decision(max_model_len=8192))])
+        cases.append({"id": f"probe_{cfg.label}", "argv": argv})
     return _run_parser(cases)
 
 
@@ -123,3 +129,18 @@ def test_vllm_validates_json_values(parsed: dict[str, dict]) -> None:
     assert not parsed["bad_suffix_value"]["ok"]
     assert "suffix_decoding_min_token_prob" in parsed["bad_suffix_value"]["error"][-1]
     assert not parsed["bad_cudagraph_mode"]["ok"]
+
+
+def test_vllm_accepts_probe_configs(parsed: dict[str, dict]) -> None:
+    probes = {k[len("probe_"):]: v for k, v in parsed.items() if k.startswith("probe_")}
+    assert set(probes) == {"vanilla", "suffix:16", "ngram:4", "suffix:8@gmu=0.8@max_model_len=4096"}
+    for label, result in probes.items():
+        assert result["ok"], (label, result["error"])
+    assert probes["vanilla"]["values"]["speculative_config"] is None
+    assert probes["suffix:16"]["values"]["spec_validated"]["num_speculative_tokens"] == 16
+    ngram = probes["ngram:4"]["values"]["spec_validated"]
+    assert (ngram["method"], ngram["num_speculative_tokens"]) == ("ngram", 4)
+    assert ngram["prompt_lookup_min"] >= 1 and ngram["prompt_lookup_max"] >= ngram["prompt_lookup_min"]
+    over = probes["suffix:8@gmu=0.8@max_model_len=4096"]["values"]
+    assert over["gpu_memory_utilization"] == pytest.approx(0.8)
+    assert over["max_model_len"] == 4096

@@ -43,6 +43,7 @@ def _register() -> None:
     from advisor.cli import inspect as _inspect  # noqa: F401
     from advisor.cli import recommend as _recommend  # noqa: F401
     from advisor.cli import host as _host  # noqa: F401
+    from advisor.cli import probe as _probe  # noqa: F401
     from advisor.cli import calibrate as _calibrate  # noqa: F401
 
 

@@ -31,6 +31,7 @@ PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("model_not_found", re.compile(r"(?:Repo id must|is not a local folder and is not a valid model identifier|"
                                    r"Invalid repository ID or local directory|No such file or directory: .*config\.json)")),
     ("port_in_use", re.compile(r"\[Errno 98\]|Address already in use")),
+    ("fatal_error", re.compile(r"Fatal Python error|Segmentation fault|core dumped")),
 )
 # Exception lines that only say "something failed above": used when nothing better is found.
 _GENERIC = re.compile(r"Engine core initialization failed|KeyboardInterrupt|SystemExit|See root cause above")

@@ -54,3 +54,21 @@ class ProbeRecord(BaseModel):
     boot_s: float | None = None
     started_at: str
     """ISO-8601 UTC."""
+    # --- added by the probe campaign (advisor.probe.campaign); all optional -------------------
+    speculative_method: str | None = None
+    """``suffix``, ``ngram`` or None for vanilla."""
+    num_speculative_tokens: int | None = Field(default=None, ge=1)
+    """K of the configuration."""
+    gpu_memory_utilization: float | None = None
+    max_model_len: int | None = None
+    max_tokens: int | None = None
+    """``max_tokens`` of each load request."""
+    requests_failed: int = Field(default=0, ge=0)
+    spec_drafts: int | None = None
+    """Δ ``vllm:spec_decode_num_drafts_total`` over the window."""
+    spec_draft_tokens: int | None = None
+    spec_accepted_tokens: int | None = None
+    acceptance_per_position: list[float] | None = None
+    """Accepted tokens at draft position i / drafts."""
+    log_path: str | None = None
+    """The server's log for this probe."""

@@ -1,0 +1,102 @@
+"""``advisor probe MODEL``: short real vLLM runs per configuration, recorded in the probe store."""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from advisor.cli.app import app
+from advisor.cli.common import JsonOpt, emit_json, settings
+
+
+@app.command("probe")
+def probe_cmd(
+    model: str = typer.Argument(..., metavar="MODEL", help="Model id or directory, passed to vLLM as is."),
+    corpus: str = typer.Option("humaneval", "--corpus", help="Prompt file (.jsonl/.json: prompt, messages or ShareGPT records) or a built-in corpus: humaneval, sharegpt."),
+    configs: str = typer.Option("vanilla,suffix:32", "--configs", help="Comma-separated: vanilla, suffix[:K], ngram[:K], each with optional @key=value overrides (e.g. suffix:16@gmu=0.8)."),
+    duration: float = typer.Option(120.0, "--duration", min=1, help="Seconds of load per configuration."),
+    requests: int = typer.Option(None, "--requests", min=1, help="At most this many requests per configuration."),
+    concurrency: int = typer.Option(32, "--concurrency", min=1, help="Requests in flight."),
+    max_tokens: int = typer.Option(1024, "--max-tokens", min=1, help="max_tokens of each request."),
+    temperature: float = typer.Option(0.0, "--temperature", min=0.0, help="Sampling temperature of each request."),
+    ignore_eos: bool = typer.Option(False, "--ignore-eos", help="Generate max_tokens for every request (vLLM's ignore_eos)."),
+    server_cmd: str = typer.Option("vllm serve", "--server-cmd", help="Program that starts vLLM; MODEL follows it (after --model unless it ends in 'serve')."),
+    extra_args: str = typer.Option("", "--extra-args", help="More server flags for every configuration, shell-quoted (e.g. \"--dtype float32 --enforce-eager\")."),
+    gmu: float = typer.Option(None, "--gpu-memory-utilization", help="gpu_memory_utilization (default: the advisor's 0.90)."),
+    max_model_len: int = typer.Option(None, "--max-model-len", help="max_model_len (default 16384)."),
+    tp: int = typer.Option(None, "--tensor-parallel-size", "--tp", help="Tensor parallel size (default 1)."),
+    max_num_seqs: int = typer.Option(None, "--max-num-seqs", help="max_num_seqs (default: vLLM's)."),
+    cudagraph_mode: str = typer.Option(None, "--cudagraph-mode", help="NONE, PIECEWISE, FULL, FULL_DECODE_ONLY or FULL_AND_PIECEWISE."),
+    api: str = typer.Option("auto", "--api", help="chat, completions, or auto (chat when the model has a chat template)."),
+    boot_timeout: float = typer.Option(900.0, "--boot-timeout", min=1, help="Seconds a server may take to serve its first request."),
+    campaign: str = typer.Option(None, "--campaign", help="Campaign id to record under (default: derived from the settings, so reruns resume)."),
+    retry_failed: bool = typer.Option(False, "--retry-failed", help="Probe again configurations whose earlier record failed."),
+    json_out: bool = JsonOpt,
+) -> None:
+    """Probe MODEL with each configuration on a real vLLM server and record throughput, K̄ and R.
+
+    Every finished configuration is written to the probe store at once; rerunning the same command
+    skips what is done. A configuration that does not boot is recorded as such and the campaign goes on.
+    """
+    import shlex
+
+    from pydantic import ValidationError
+
+    from advisor.errors import UsageError
+    from advisor.plan.decision import Decision
+    from advisor.probe.campaign import CampaignSpec, run_campaign, summary_line
+    from advisor.probe.configs import parse_configs
+    from advisor.probe.load import LoadSpec
+    from advisor.store import open_store
+
+    if api not in ("auto", "chat", "completions"):
+        raise UsageError(f"--api must be auto, chat or completions, not {api!r}")
+    given = {
+        "gpu_memory_utilization": gmu, "max_model_len": max_model_len, "tensor_parallel_size": tp,
+        "max_num_seqs": max_num_seqs, "cudagraph_mode": cudagraph_mode.upper() if cudagraph_mode else None,
+    }  # fmt: skip
+    try:
+        base = Decision(**{k: v for k, v in given.items() if v is not None})
+        load = LoadSpec(
+            concurrency=concurrency, duration_s=duration, max_requests=requests, max_tokens=max_tokens,
+            temperature=temperature, ignore_eos=ignore_eos,
+        )  # fmt: skip
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        raise UsageError(f"{'.'.join(map(str, first['loc']))}: {first['msg']}") from None
+    try:
+        extra = shlex.split(extra_args)
+    except ValueError as exc:
+        raise UsageError(f"--extra-args: {exc}") from None
+    spec = CampaignSpec(
+        model=model, corpus=corpus, configs=parse_configs(configs), load=load, base=base, server_cmd=server_cmd,
+        extra_args=extra, api=api, campaign=campaign, boot_timeout_s=boot_timeout, retry_failed=retry_failed,
+    )  # fmt: skip
+    s = settings()
+    show_progress = not json_out and sys.stderr.isatty()
+
+    def say(line: str) -> None:
+        print(line, file=sys.stderr, flush=True)
+
+    probed = []
+    with open_store(s) as store:
+        try:
+            result = run_campaign(spec, s, store, say=say, show_progress=show_progress, on_record=probed.append)
+        except KeyboardInterrupt:
+            say(f"interrupted: {len(probed)} configuration(s) probed in this run are kept in {store.path}; "
+                "rerun the same command to resume")  # fmt: skip
+            raise
+    if json_out:
+        emit_json({
+            "campaign_id": result.campaign_id,
+            "store": str(store.path),
+            "probed": [r.config for r in result.probed],
+            "skipped": [r.config for r in result.skipped],
+            "records": [r.model_dump(mode="json", exclude={"host"}) for r in result.records],
+        })  # fmt: skip
+        return
+    vanilla = next((r.throughput_tok_s for r in result.records if r.config == "vanilla" and r.outcome == "ok"), None)
+    print(f"campaign {result.campaign_id} ({len(result.probed)} probed, {len(result.skipped)} already done), store {store.path}")
+    for rec in result.records:
+        print(f"  {summary_line(rec, vanilla)}")

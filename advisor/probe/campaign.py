@@ -1,0 +1,271 @@
+"""A probe campaign: each configuration on a fresh real vLLM server, same prompts, one record each.
+
+For every configuration: start the server (:mod:`advisor.probe.server`), scrape ``/metrics``, run
+the load (:mod:`advisor.probe.load`), scrape again, stop the server, and write a ProbeRecord to the
+store at once. Vanilla configurations run first so that suffix/ngram records get their gain and
+implied R against the vanilla run of the same campaign. A configuration that does not boot is
+recorded (``boot_failed``/``timeout``, with the recognised cause) and the campaign goes on.
+
+The campaign id is a hash of everything that makes runs comparable (host fingerprint, model,
+corpus, load, base settings, server command, extra args, env); rerunning the same command finds its
+finished configurations in the store and skips them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shlex
+import time
+from collections.abc import Callable
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from advisor.errors import ProbeError, UsageError
+from advisor.plan.decision import Decision
+from advisor.probe.configs import ProbeConfig, probe_decision, probe_flags
+from advisor.probe.load import LoadSpec
+from advisor.probe.record import ProbeRecord
+
+if TYPE_CHECKING:
+    from advisor.probe.corpus import Corpus
+    from advisor.settings import Settings
+    from advisor.store import ProbeStore
+
+
+class CampaignSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    model: str
+    corpus: str
+    configs: list[ProbeConfig]
+    load: LoadSpec
+    base: Decision = Field(default_factory=Decision)
+    server_cmd: str = "vllm serve"
+    extra_args: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)
+    api: str = "auto"
+    campaign: str | None = None
+    """Explicit campaign id; default: derived from the settings (see module doc)."""
+    boot_timeout_s: float = Field(default=900.0, gt=0)
+    retry_failed: bool = False
+    vllm_version: str = "0.32"
+    """Flag mapping to render with (advisor.render.flags)."""
+
+
+class CampaignResult(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    campaign_id: str
+    probed: list[ProbeRecord] = Field(default_factory=list)
+    skipped: list[ProbeRecord] = Field(default_factory=list)
+    """Configurations found done in the store (not probed again)."""
+
+    @property
+    def records(self) -> list[ProbeRecord]:
+        return [*self.skipped, *self.probed]
+
+
+def server_program(server_cmd: str) -> list[str]:
+    """Program prefix that takes the model next: ``vllm serve`` as is, anything else with ``--model``."""
+    prefix = shlex.split(server_cmd)
+    if not prefix:
+        raise UsageError("--server-cmd is empty")
+    return prefix if prefix[-1] in ("serve", "--model") else [*prefix, "--model"]
+
+
+def server_argv(spec: CampaignSpec, cfg: ProbeConfig) -> list[str]:
+    return [*server_program(spec.server_cmd), spec.model, *probe_flags(cfg, spec.base, spec.vllm_version), *spec.extra_args]
+
+
+def host_info(settings: Settings) -> dict[str, Any]:
+    """``{"fingerprint", "host", "gpu", "gpus"}`` from advisor.hardware.host when present, else minimal."""
+    try:
+        from advisor.hardware.host import collect_host
+    except ImportError:
+        collect_host = None
+    if collect_host is not None:
+        fp = collect_host(settings)
+        return {"fingerprint": fp.fingerprint, "host": fp.model_dump(mode="json"), "gpu": fp.spec_gpu(), "gpus": fp.gpu_count}
+    import platform
+    import socket
+
+    host = {"hostname": socket.gethostname(), "machine": platform.machine(), "kernel": platform.release()}
+    digest = hashlib.sha256(json.dumps(host, sort_keys=True).encode()).hexdigest()
+    return {"fingerprint": digest, "host": host, "gpu": None, "gpus": 0}
+
+
+def campaign_id(spec: CampaignSpec, fingerprint: str) -> str:
+    if spec.campaign:
+        return spec.campaign
+    key = {
+        "host": fingerprint,
+        "model": spec.model,
+        "corpus": spec.corpus,
+        "load": spec.load.model_dump(mode="json"),
+        "base": spec.base.model_dump(mode="json"),
+        "server_cmd": server_program(spec.server_cmd),
+        "extra_args": spec.extra_args,
+        "env": spec.env,
+        "api": spec.api,
+    }
+    return "c-" + hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:12]
+
+
+def _server_version(base_url: str) -> str | None:
+    import httpx
+
+    try:
+        with httpx.Client(timeout=10.0, trust_env=False) as client:
+            return client.get(f"{base_url}/version").json().get("version")
+    except (httpx.HTTPError, ValueError):
+        return None
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def probe_one(
+    spec: CampaignSpec, cfg: ProbeConfig, corpus: Corpus, *, cid: str, host: dict, log_dir: Path,
+    vanilla_tput: float | None, show_progress: bool,
+) -> ProbeRecord:  # fmt: skip
+    """Boot, load, measure one configuration; returns its record (failed boots included)."""
+    from advisor.probe import metrics
+    from advisor.probe.load import run_load
+    from advisor.probe.server import BootFailure, running_server
+
+    decision = probe_decision(cfg, spec.base)
+    argv = server_argv(spec, cfg)
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in cfg.label)
+    log_path = log_dir / f"{safe}-{datetime.now().strftime('%Y%m%dT%H%M%S')}.log"
+    base = dict(
+        campaign_id=cid, model=spec.model, config=cfg.label, corpus=spec.corpus, concurrency=spec.load.concurrency,
+        gpu=host["gpu"], gpus=host["gpus"], tensor_parallel_size=decision.tensor_parallel_size,
+        host_fingerprint=host["fingerprint"], host=host["host"], started_at=_now(), command=argv,
+        speculative_method=None if cfg.is_vanilla else cfg.method, num_speculative_tokens=cfg.k,
+        gpu_memory_utilization=decision.gpu_memory_utilization, max_model_len=decision.max_model_len,
+        max_tokens=spec.load.max_tokens, log_path=str(log_path),
+    )  # fmt: skip
+    try:
+        with running_server(
+            argv, log_path=log_path, env={**decision.env, **spec.env}, boot_timeout_s=spec.boot_timeout_s, api=spec.api
+        ) as srv:
+            base.update(command=srv.argv, boot_s=round(srv.boot_s, 2), vllm_version=_server_version(srv.base_url))
+            before = metrics.scrape(srv.base_url)
+            load = run_load(
+                srv.base_url, srv.served_model, srv.api, corpus.prompts, spec.load,
+                show_progress=show_progress, label=cfg.label, alive=lambda: srv.process.poll() is None,
+            )  # fmt: skip
+            srv.check_alive()
+            after = metrics.scrape(srv.base_url)
+            win = metrics.window(before, after)
+    except BootFailure as exc:
+        return ProbeRecord(**base, outcome=exc.outcome, failure=str(exc.failure))
+    except ProbeError as exc:  # e.g. no vLLM counters at /metrics: this configuration is unmeasurable
+        return ProbeRecord(**base, outcome="error", failure=f"probe_error: {exc}")
+    ok = load.requests_ok > 0 and win.generation_tokens > 0
+    failure = None if ok else "no_output: " + (load.errors[0] if load.errors else "no request finished")
+    tps = win.tokens_per_step
+    return ProbeRecord(
+        **base,
+        outcome="ok" if ok else "error",
+        failure=failure,
+        duration_s=round(win.seconds, 3),
+        requests=load.requests_ok,
+        requests_failed=load.requests_failed,
+        output_tokens=int(win.generation_tokens),
+        throughput_tok_s=win.throughput if ok else None,
+        mean_acceptance_length=win.mean_acceptance_length,
+        tokens_per_step=tps,
+        implied_r=None if cfg.is_vanilla else metrics.implied_r(tps, win.throughput, vanilla_tput),
+        spec_drafts=None if win.drafts is None else int(win.drafts),
+        spec_draft_tokens=None if win.draft_tokens is None else int(win.draft_tokens),
+        spec_accepted_tokens=None if win.accepted_tokens is None else int(win.accepted_tokens),
+        acceptance_per_position=win.acceptance_per_position,
+        ttft_ms_p50=load.ttft_ms_p50,
+        ttft_ms_p99=load.ttft_ms_p99,
+        itl_ms_p50=load.itl_ms_p50,
+        itl_ms_p99=load.itl_ms_p99,
+    )
+
+
+def _vanilla_throughput(records: list[ProbeRecord]) -> float | None:
+    for rec in records:
+        if rec.config == "vanilla" and rec.outcome == "ok" and rec.throughput_tok_s:
+            return rec.throughput_tok_s
+    return None
+
+
+def run_campaign(
+    spec: CampaignSpec,
+    settings: Settings,
+    store: ProbeStore,
+    *,
+    say: Callable[[str], None] = print,
+    show_progress: bool = False,
+    on_record: Callable[[ProbeRecord], None] | None = None,
+) -> CampaignResult:
+    """Probe every configuration of ``spec`` not already done; each record is stored when finished."""
+    from advisor.probe.corpus import load_corpus
+
+    if not spec.configs:
+        raise UsageError("no configuration to probe")
+    # Prompts that cannot fit max_model_len with room for the output are left out (~2 chars/token
+    # is conservative for real tokenizers); what still does not fit is counted as rejected.
+    room = spec.base.max_model_len - spec.load.max_tokens
+    if room < 16:
+        raise UsageError(f"--max-tokens {spec.load.max_tokens} leaves no room for a prompt in max_model_len {spec.base.max_model_len}")
+    corpus = load_corpus(spec.corpus, max_chars=2 * room)
+    host = host_info(settings)
+    cid = campaign_id(spec, host["fingerprint"])
+    done = store.done_configs(cid, retry_failed=spec.retry_failed)
+    todo = sorted((c for c in spec.configs if c.label not in done), key=lambda c: not c.is_vanilla)
+    result = CampaignResult(campaign_id=cid, skipped=[done[c.label] for c in spec.configs if c.label in done])
+    if result.skipped:
+        names = ", ".join(r.config for r in result.skipped)
+        say(f"resuming campaign {cid}: already done: {names}" + ("; nothing left to probe" if not todo else ""))
+    else:
+        say(f"campaign {cid}: {len(todo)} configuration(s), corpus {corpus.name} ({len(corpus.prompts)} prompts)")
+    log_dir = Path(settings.data_dir) / "campaigns" / cid
+    vanilla_tput = _vanilla_throughput(list(done.values()))
+    for i, cfg in enumerate(todo, 1):
+        say(f"[{i}/{len(todo)}] {cfg.label}: starting vLLM")
+        t0 = time.monotonic()
+        record = probe_one(
+            spec, cfg, corpus, cid=cid, host=host, log_dir=log_dir, vanilla_tput=vanilla_tput, show_progress=show_progress
+        )
+        store.insert(record)
+        result.probed.append(record)
+        if cfg.label == "vanilla" and record.outcome == "ok":
+            vanilla_tput = record.throughput_tok_s
+        say(f"[{i}/{len(todo)}] {summary_line(record, vanilla_tput)} ({time.monotonic() - t0:.0f}s)")
+        if on_record is not None:
+            on_record(record)
+    return result
+
+
+def summary_line(rec: ProbeRecord, vanilla_tput: float | None = None) -> str:
+    """One human line for a record."""
+    if rec.outcome != "ok":
+        where = f" (log: {rec.log_path})" if rec.log_path else ""
+        return f"{rec.config}: {rec.outcome}: {rec.failure}{where}"
+    parts = [f"{rec.config}: ok", f"{rec.throughput_tok_s:,.1f} tok/s"]
+    if rec.speculative_method:
+        if rec.tokens_per_step:
+            parts.append(f"K̄ {rec.tokens_per_step:.2f}")
+        if rec.mean_acceptance_length:
+            parts.append(f"acceptance length {rec.mean_acceptance_length:.2f}")
+        if vanilla_tput and rec.throughput_tok_s:
+            parts.append(f"gain {rec.throughput_tok_s / vanilla_tput:.2f}x")
+        if rec.implied_r:
+            parts.append(f"R {rec.implied_r:.2f}")
+    if rec.ttft_ms_p50 is not None:
+        parts.append(f"TTFT p50 {rec.ttft_ms_p50:.0f} ms")
+    if rec.boot_s is not None:
+        parts.append(f"boot {rec.boot_s:.0f}s")
+    return ", ".join(parts)
+

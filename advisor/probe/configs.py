@@ -1,0 +1,127 @@
+"""Probe configurations: ``--configs vanilla,suffix:32,ngram:4,suffix:16@gmu=0.8`` and their server flags.
+
+Grammar of one item: ``METHOD[:K][@KEY=VALUE]...`` with METHOD ``vanilla``, ``suffix`` (K defaults to
+32, the write-up's) or ``ngram`` (K defaults to 4). KEYs override the campaign's settings for this
+configuration only: ``gmu``, ``max_model_len``, ``max_num_seqs``, ``tp``, ``cudagraph``; for suffix
+``max_tree_depth``, ``max_cached_requests``, ``max_spec_factor``, ``min_token_prob``; for ngram
+``prompt_lookup_min``, ``prompt_lookup_max``. The label (``ProbeRecord.config``) is the normalised
+item, overrides sorted by key, so reruns recognise finished configurations.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from advisor.errors import UsageError
+from advisor.plan.decision import Decision, SuffixParams
+
+DEFAULT_K = {"suffix": 32, "ngram": 4}
+_DECISION_KEYS = {
+    "gmu": "gpu_memory_utilization",
+    "max_model_len": "max_model_len",
+    "max_num_seqs": "max_num_seqs",
+    "tp": "tensor_parallel_size",
+    "cudagraph": "cudagraph_mode",
+}
+_SUFFIX_KEYS = set(SuffixParams.model_fields)
+_NGRAM_KEYS = {"prompt_lookup_min", "prompt_lookup_max"}
+
+
+class ProbeConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    method: Literal["vanilla", "suffix", "ngram"]
+    k: int | None = None
+    overrides: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def label(self) -> str:
+        head = self.method if self.k is None else f"{self.method}:{self.k}"
+        return head + "".join(f"@{k}={v}" for k, v in self.overrides)
+
+    @property
+    def is_vanilla(self) -> bool:
+        return self.method == "vanilla"
+
+
+def _parse_one(item: str) -> ProbeConfig:
+    head, *pairs = item.strip().split("@")
+    method, _, k_text = head.partition(":")
+    method = method.strip().lower()
+    if method not in ("vanilla", "suffix", "ngram"):
+        raise UsageError(f"unknown probe configuration {item!r}: expected vanilla, suffix[:K] or ngram[:K]")
+    if method == "vanilla" and k_text:
+        raise UsageError(f"{item!r}: vanilla takes no K")
+    k = None
+    if method != "vanilla":
+        try:
+            k = int(k_text) if k_text else DEFAULT_K[method]
+        except ValueError:
+            raise UsageError(f"{item!r}: K must be an integer") from None
+        if not 1 <= k <= 64:
+            raise UsageError(f"{item!r}: K must be in 1..64")
+    allowed = set(_DECISION_KEYS) | (_SUFFIX_KEYS if method == "suffix" else set()) | (_NGRAM_KEYS if method == "ngram" else set())
+    overrides: dict[str, str] = {}
+    for pair in pairs:
+        key, eq, value = pair.partition("=")
+        key = key.strip()
+        if not eq or key not in allowed:
+            raise UsageError(f"{item!r}: unknown override {pair!r}; allowed: {', '.join(sorted(allowed))}")
+        overrides[key] = value.strip()
+    return ProbeConfig(method=method, k=k, overrides=tuple(sorted(overrides.items())))
+
+
+def parse_configs(text: str) -> list[ProbeConfig]:
+    """Parse a comma-separated list; duplicates (same label) are dropped."""
+    seen: dict[str, ProbeConfig] = {}
+    for item in text.split(","):
+        if item.strip():
+            cfg = _parse_one(item)
+            seen.setdefault(cfg.label, cfg)
+    if not seen:
+        raise UsageError("--configs is empty")
+    configs = list(seen.values())
+    for cfg in configs:
+        probe_flags(cfg, Decision())  # validate the override values now, not at boot
+    return configs
+
+
+def probe_decision(cfg: ProbeConfig, base: Decision) -> Decision:
+    """The Decision this configuration runs: ``base`` plus the overrides (ngram: the vanilla part)."""
+    update = base.model_dump()
+    suffix = dict(update["suffix"])
+    for key, value in cfg.overrides:
+        if key in _DECISION_KEYS:
+            update[_DECISION_KEYS[key]] = value
+        elif key in _SUFFIX_KEYS:
+            suffix[key] = value
+    update["suffix"] = suffix
+    if cfg.method == "suffix":
+        update.update(speculative_method="suffix", num_speculative_tokens=cfg.k)
+    else:
+        update.update(speculative_method=None, num_speculative_tokens=None)
+    try:
+        return Decision(**update)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        raise UsageError(f"configuration {cfg.label!r}: {'.'.join(map(str, first['loc']))}: {first['msg']}") from None
+
+
+def probe_flags(cfg: ProbeConfig, base: Decision, version: str = "0.32") -> list[str]:
+    """Server flags (no program, no model) for ``cfg`` on top of the campaign's ``base`` Decision."""
+    from advisor.render.flags import serve_flags
+
+    flags = serve_flags(probe_decision(cfg, base), version)
+    if cfg.method == "ngram":
+        spec: dict = {"method": "ngram", "num_speculative_tokens": cfg.k}
+        for key, value in cfg.overrides:
+            if key in _NGRAM_KEYS:
+                try:
+                    spec[key] = int(value)
+                except ValueError:
+                    raise UsageError(f"configuration {cfg.label!r}: {key} must be an integer") from None
+        flags += ["--speculative-config", json.dumps(spec, separators=(",", ":"))]
+    return flags

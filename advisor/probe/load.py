@@ -1,0 +1,240 @@
+"""Load generator: streaming OpenAI-API requests at fixed concurrency, bounded in time and count.
+
+``run_load(base_url, model, api, prompts, spec)`` keeps ``spec.concurrency`` requests in flight
+(each worker sends its next prompt when the previous one finishes) until the corpus, the request
+budget or the time budget runs out; at the deadline the requests still in flight are cancelled (the
+server aborts them when the connection closes). Time to first token and the gaps between streamed
+chunks (ITL; with speculative decoding one chunk may carry several tokens) are measured per request.
+Targets must be loopback addresses.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Callable, Sequence
+from urllib.parse import urlparse
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from advisor.errors import UsageError
+from advisor.probe.corpus import Prompt
+
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+class LoadSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    concurrency: int = Field(default=32, ge=1)
+    duration_s: float | None = Field(default=120.0, gt=0)
+    """Stop issuing and cut in-flight requests after this long; None: only ``max_requests`` bounds it."""
+    max_requests: int | None = Field(default=None, ge=1)
+    max_tokens: int = Field(default=1024, ge=1)
+    temperature: float = Field(default=0.0, ge=0)
+    ignore_eos: bool = False
+    """vLLM's ``ignore_eos``: every request generates ``max_tokens`` (fixed output length)."""
+    request_timeout_s: float = Field(default=600.0, gt=0)
+    max_wall_s: float = Field(default=3600.0, gt=0)
+    """Hard ceiling when only ``max_requests`` bounds the run."""
+
+
+class LoadResult(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    requests_ok: int = 0
+    requests_failed: int = 0
+    requests_rejected: int = 0
+    """HTTP 400 (e.g. prompt + max_tokens longer than max_model_len): skipped, not an error."""
+    requests_cut: int = 0
+    """In flight at the deadline, cancelled."""
+    output_tokens: int = 0
+    """Completion tokens of the finished requests (from the stream's usage block)."""
+    elapsed_s: float = 0.0
+    corpus_exhausted: bool = False
+    ttft_ms_p50: float | None = None
+    ttft_ms_p99: float | None = None
+    itl_ms_p50: float | None = None
+    itl_ms_p99: float | None = None
+    errors: list[str] = Field(default_factory=list)
+    """The first few failures, for the log."""
+
+
+def percentile(values: Sequence[float], q: float) -> float | None:
+    """Linear-interpolated percentile (numpy's default), None for no values."""
+    if not values:
+        return None
+    xs = sorted(values)
+    pos = (len(xs) - 1) * q / 100.0
+    lo = int(pos)
+    hi = min(lo + 1, len(xs) - 1)
+    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
+
+
+def check_loopback(base_url: str) -> None:
+    host = urlparse(base_url).hostname
+    if host not in LOOPBACK and not (host or "").startswith("127."):
+        raise UsageError(f"probe load goes to loopback addresses only, not {host!r}")
+
+
+def _body(api: str, model: str, prompt: Prompt, spec: LoadSpec) -> dict:
+    body: dict = {
+        "model": model,
+        "max_tokens": spec.max_tokens,
+        "temperature": spec.temperature,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
+    if spec.ignore_eos:
+        body["ignore_eos"] = True
+    if api == "chat":
+        body["messages"] = prompt.chat()
+    else:
+        body["prompt"] = prompt.text
+    return body
+
+
+def _piece(api: str, choice: dict) -> str | None:
+    if api == "completions":
+        return choice.get("text")
+    delta = choice.get("delta") or {}
+    return delta.get("content") or delta.get("reasoning_content") or delta.get("reasoning")
+
+
+class _Tally:
+    def __init__(self) -> None:
+        self.result = LoadResult()
+        self.ttfts: list[float] = []
+        self.itls: list[float] = []
+
+    def error(self, text: str) -> None:
+        self.result.requests_failed += 1
+        if len(self.result.errors) < 5:
+            self.result.errors.append(text[:300])
+
+
+async def _one(client, url: str, api: str, body: dict, tally: _Tally) -> None:
+    start = time.perf_counter()
+    first = last = None
+    gaps: list[float] = []
+    tokens = None
+    async with client.stream("POST", url, json=body) as resp:
+        if resp.status_code != 200:
+            text = (await resp.aread()).decode("utf-8", "replace")
+            if resp.status_code == 400:
+                tally.result.requests_rejected += 1
+            else:
+                tally.error(f"HTTP {resp.status_code}: {text}")
+            return
+        async for line in resp.aiter_lines():
+            if not line.startswith("data:"):
+                continue
+            data = line[5:].strip()
+            if data == "[DONE]":
+                break
+            chunk = json.loads(data)
+            if chunk.get("usage"):
+                tokens = chunk["usage"].get("completion_tokens")
+            for choice in chunk.get("choices") or ():
+                if _piece(api, choice):
+                    now = time.perf_counter()
+                    if first is None:
+                        first = now
+                    else:
+                        gaps.append(now - last)
+                    last = now
+    tally.result.requests_ok += 1
+    tally.result.output_tokens += int(tokens or 0)
+    if first is not None:
+        tally.ttfts.append(first - start)
+        tally.itls.extend(gaps)
+
+
+async def _run(base_url, model, api, prompts, spec: LoadSpec, progress, alive) -> LoadResult:
+    import httpx
+
+    url = f"{base_url}/v1/chat/completions" if api == "chat" else f"{base_url}/v1/completions"
+    tally = _Tally()
+    it = iter(prompts)
+    issued = 0
+    t0 = time.monotonic()
+    budget = spec.duration_s if spec.duration_s is not None else spec.max_wall_s
+
+    async def worker(client) -> None:
+        nonlocal issued
+        while spec.max_requests is None or issued < spec.max_requests:
+            prompt = next(it, None)
+            if prompt is None:
+                tally.result.corpus_exhausted = True
+                return
+            issued += 1
+            try:
+                await _one(client, url, api, _body(api, model, prompt, spec), tally)
+            except asyncio.CancelledError:
+                tally.result.requests_cut += 1
+                raise
+            except (httpx.HTTPError, json.JSONDecodeError) as exc:
+                tally.error(f"{type(exc).__name__}: {exc}")
+
+    limits = httpx.Limits(max_connections=spec.concurrency + 4, max_keepalive_connections=spec.concurrency + 4)
+    timeout = httpx.Timeout(spec.request_timeout_s, connect=10.0)
+    async with httpx.AsyncClient(limits=limits, timeout=timeout, trust_env=False) as client:
+        tasks = [asyncio.create_task(worker(client)) for _ in range(spec.concurrency)]
+        while True:
+            left = budget - (time.monotonic() - t0)
+            done, pending = await asyncio.wait(tasks, timeout=max(0.0, min(0.5, left)))
+            if progress is not None:
+                progress(tally.result, time.monotonic() - t0)
+            if not pending or left <= 0 or (alive is not None and not alive()):
+                break
+        for task in pending:
+            task.cancel()
+        results = await asyncio.gather(*tasks, return_exceptions=True)
+    for res in results:
+        if isinstance(res, BaseException) and not isinstance(res, asyncio.CancelledError):
+            raise res
+    r = tally.result
+    r.elapsed_s = time.monotonic() - t0
+    r.ttft_ms_p50, r.ttft_ms_p99 = (_ms(percentile(tally.ttfts, q)) for q in (50, 99))
+    r.itl_ms_p50, r.itl_ms_p99 = (_ms(percentile(tally.itls, q)) for q in (50, 99))
+    return r
+
+
+def _ms(seconds: float | None) -> float | None:
+    return None if seconds is None else round(seconds * 1000.0, 3)
+
+
+def run_load(
+    base_url: str,
+    model: str,
+    api: str,
+    prompts: Sequence[Prompt],
+    spec: LoadSpec,
+    *,
+    show_progress: bool = False,
+    label: str = "load",
+    alive: Callable[[], bool] | None = None,
+) -> LoadResult:
+    """Run one bounded load against ``base_url``; ``alive`` (if given) is polled to stop early."""
+    check_loopback(base_url)
+    if api not in ("chat", "completions"):
+        raise UsageError(f"api must be 'chat' or 'completions', not {api!r}")
+    if not show_progress:
+        return asyncio.run(_run(base_url, model, api, prompts, spec, None, alive))
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    total = spec.duration_s if spec.duration_s is not None else float(spec.max_requests or 1)
+    with Progress(
+        TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.fields[stats]}"), TimeElapsedColumn(),
+        console=Console(stderr=True), transient=True,
+    ) as bar:  # fmt: skip
+        task = bar.add_task(label, total=total, stats="")
+
+        def update(res: LoadResult, elapsed: float) -> None:
+            done = elapsed if spec.duration_s is not None else res.requests_ok + res.requests_failed
+            rate = res.output_tokens / elapsed if elapsed > 0 else 0.0
+            bar.update(task, completed=min(done, total), stats=f"{res.requests_ok} req, {res.output_tokens} tok, {rate:,.0f} tok/s")
+
+        return asyncio.run(_run(base_url, model, api, prompts, spec, update, alive))

@@ -1,0 +1,187 @@
+"""A real vLLM server for one probe: start, wait until it serves, stop and reap.
+
+``running_server(argv, log_path=...)`` appends ``--host 127.0.0.1 --port P`` (a free port it picks)
+to ``argv``, starts it in its own process group with stdout+stderr going to ``log_path``, and waits
+for ``/health`` 200 **and** a warm-up completion (``/health`` answers before the engine can serve).
+It fails fast with :class:`BootFailure` when the process exits, the boot deadline passes or the
+warm-up fails, naming the cause found in the log (:mod:`advisor.probe.failures`). On leaving the
+block the whole process group gets SIGTERM, SIGKILL after ``stop_timeout_s``, and is reaped.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from advisor.errors import ProbeError
+from advisor.probe.failures import Failure, classify, read_tail
+
+HOST = "127.0.0.1"
+WARMUP_PROMPT = "Hello, my name is"
+
+
+class BootFailure(ProbeError):
+    """The server did not come up (or died). ``outcome`` is a ProbeRecord outcome."""
+
+    def __init__(self, outcome: str, failure: Failure, log_path: Path | None = None) -> None:
+        where = f" (log: {log_path})" if log_path else ""
+        super().__init__(f"vLLM server {outcome.replace('_', ' ')}: {failure}{where}")
+        self.outcome = outcome
+        self.failure = failure
+        self.log_path = log_path
+
+
+@dataclass
+class Server:
+    """A running, warmed-up server."""
+
+    argv: list[str]
+    """The exact command, host and port included."""
+    base_url: str
+    served_model: str
+    """The model id the server answers to (first entry of /v1/models)."""
+    api: str
+    """``chat`` or ``completions``: what the warm-up found to work."""
+    process: subprocess.Popen
+    log_path: Path
+    boot_s: float
+
+    def check_alive(self) -> None:
+        """Raise BootFailure('crashed') if the server process has exited."""
+        rc = self.process.poll()
+        if rc is not None:
+            failure = classify(read_tail(self.log_path)) or Failure("exited", f"exit status {rc}")
+            raise BootFailure("crashed", failure, self.log_path)
+
+
+def free_port(host: str = HOST) -> int:
+    """A TCP port that was free on ``host`` a moment ago."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return sock.getsockname()[1]
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # a recycled id owned by someone else: not ours any more
+        return False
+    return True
+
+
+def stop_process_group(proc: subprocess.Popen, timeout_s: float = 30.0) -> None:
+    """SIGTERM the process group led by ``proc``; SIGKILL what is left after ``timeout_s``; reap ``proc``."""
+    pgid = proc.pid  # started with start_new_session=True: the leader's pid is the group id
+    if proc.poll() is None or _group_alive(pgid):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pgid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if proc.poll() is not None and not _group_alive(pgid):
+            break
+        time.sleep(0.1)
+    if _group_alive(pgid):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pgid, signal.SIGKILL)
+    proc.wait()
+    # Children the leader left behind are re-parented to init, which reaps them once killed.
+    end = time.monotonic() + 5.0
+    while _group_alive(pgid) and time.monotonic() < end:
+        time.sleep(0.05)
+
+
+def _wait_healthy(client, proc: subprocess.Popen, base_url: str, log_path: Path, deadline: float) -> None:
+    import httpx
+
+    while True:
+        rc = proc.poll()
+        if rc is not None:
+            failure = classify(read_tail(log_path)) or Failure("exited", f"exit status {rc} before /health")
+            raise BootFailure("boot_failed", failure, log_path)
+        if time.monotonic() > deadline:
+            raise BootFailure("timeout", Failure("boot_timeout", "no /health 200 before the boot deadline"), log_path)
+        try:
+            if client.get(f"{base_url}/health", timeout=5.0).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        time.sleep(0.5)
+
+
+def _warm_up(client, base_url: str, model: str, api: str) -> str:
+    """Send one short request; returns the API that works (``auto`` tries chat, then completions)."""
+    import httpx
+
+    tries = ["chat", "completions"] if api == "auto" else [api]
+    errors = []
+    for kind in tries:
+        if kind == "chat":
+            url = f"{base_url}/v1/chat/completions"
+            body = {"model": model, "messages": [{"role": "user", "content": WARMUP_PROMPT}], "max_tokens": 4}
+        else:
+            url = f"{base_url}/v1/completions"
+            body = {"model": model, "prompt": WARMUP_PROMPT, "max_tokens": 4}
+        try:
+            resp = client.post(url, json=body)
+        except httpx.TransportError as exc:
+            errors.append(f"{kind}: {type(exc).__name__}: {exc}")
+            continue
+        if resp.status_code == 200:
+            return kind
+        errors.append(f"{kind}: HTTP {resp.status_code} {resp.text[:200]}")
+    raise ProbeError("; ".join(errors))
+
+
+@contextlib.contextmanager
+def running_server(
+    argv: list[str],
+    *,
+    log_path: Path,
+    env: Mapping[str, str] | None = None,
+    boot_timeout_s: float = 900.0,
+    stop_timeout_s: float = 30.0,
+    api: str = "auto",
+    request_timeout_s: float = 300.0,
+) -> Iterator[Server]:
+    """Start ``argv`` + host/port, wait until it serves, yield a :class:`Server`, then stop it."""
+    import httpx
+
+    port = free_port()
+    full = [*argv, "--host", HOST, "--port", str(port)]
+    base_url = f"http://{HOST}:{port}"
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    proc_env = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}
+    t0 = time.monotonic()
+    with log_path.open("ab") as log:
+        log.write(f"# advisor probe: {' '.join(full)}\n".encode())
+        log.flush()
+        try:
+            proc = subprocess.Popen(
+                full, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                env=proc_env, start_new_session=True,
+            )  # fmt: skip
+        except OSError as exc:
+            raise BootFailure("boot_failed", Failure("not_startable", f"{full[0]}: {exc}"), log_path) from None
+    try:
+        # trust_env=False: a proxy from the environment must never see loopback traffic.
+        with httpx.Client(timeout=request_timeout_s, trust_env=False) as client:
+            _wait_healthy(client, proc, base_url, log_path, t0 + boot_timeout_s)
+            try:
+                models = client.get(f"{base_url}/v1/models").json()["data"]
+                served = models[0]["id"]
+                kind = _warm_up(client, base_url, served, api)
+            except (httpx.HTTPError, ValueError, KeyError, IndexError, ProbeError) as exc:
+                failure = classify(read_tail(log_path)) if proc.poll() is not None else None
+                raise BootFailure("boot_failed", failure or Failure("warmup_failed", str(exc)[:300]), log_path) from None
+        yield Server(full, base_url, served, kind, proc, log_path, time.monotonic() - t0)
+    finally:
+        stop_process_group(proc, stop_timeout_s)

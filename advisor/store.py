@@ -1,0 +1,158 @@
+"""The probe store: ProbeRecords in SQLite (``<data_dir>/probes.sqlite``).
+
+Each record is kept whole as JSON (the ProbeRecord schema) plus indexed columns to filter on.
+One record is one transaction, committed before the next configuration starts, so Ctrl-C or a
+crash loses at most the configuration in progress. WAL journal: readers (``advisor calibrate``)
+never block a running campaign. ``schema_version`` holds the layout version; a store written by a
+newer advisor is refused rather than misread.
+
+    from advisor.store import open_store
+    with open_store(settings) as store:
+        records = store.list_records(model="meta-llama/Llama-3.1-8B-Instruct", outcome="ok")
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from advisor.errors import DataError
+from advisor.probe.record import ProbeRecord
+
+if TYPE_CHECKING:
+    from advisor.settings import Settings
+
+SCHEMA_VERSION = 1
+FILENAME = "probes.sqlite"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS probes (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    campaign_id TEXT NOT NULL,
+    model TEXT NOT NULL,
+    config TEXT NOT NULL,
+    outcome TEXT NOT NULL,
+    gpu TEXT,
+    corpus TEXT NOT NULL,
+    concurrency INTEGER NOT NULL,
+    throughput_tok_s REAL,
+    host_fingerprint TEXT,
+    vllm_version TEXT,
+    started_at TEXT NOT NULL,
+    record_json TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS probes_campaign ON probes (campaign_id, config);
+CREATE INDEX IF NOT EXISTS probes_model ON probes (model, outcome);
+CREATE INDEX IF NOT EXISTS probes_host ON probes (host_fingerprint);
+"""
+
+_FILTERS = ("model", "campaign_id", "config", "outcome", "gpu", "corpus", "host_fingerprint", "vllm_version")
+
+
+class ProbeStore:
+    """A handle on one store file. Use as a context manager, or call :meth:`close`."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self._conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
+        except sqlite3.Error as exc:
+            raise DataError(f"probe store {self.path} cannot be opened: {exc}") from None
+        try:
+            self._conn.execute("PRAGMA journal_mode=WAL")
+            self._init_schema()
+        except sqlite3.DatabaseError as exc:
+            self._conn.close()
+            raise DataError(f"probe store {self.path} is not usable: {exc}") from None
+        except DataError:
+            self._conn.close()
+            raise
+
+    def _init_schema(self) -> None:
+        conn = self._conn
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            for statement in filter(None, (s.strip() for s in _SCHEMA.split(";"))):
+                conn.execute(statement)
+            row = conn.execute("SELECT version FROM schema_version").fetchone()
+            if row is None:
+                conn.execute("INSERT INTO schema_version (version) VALUES (?)", (SCHEMA_VERSION,))
+            elif row[0] > SCHEMA_VERSION:
+                raise DataError(
+                    f"probe store {self.path} has schema version {row[0]}, newer than this advisor's "
+                    f"{SCHEMA_VERSION}: upgrade vllm-advisor"
+                )
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+
+    @property
+    def schema_version(self) -> int:
+        return int(self._conn.execute("SELECT version FROM schema_version").fetchone()[0])
+
+    def insert(self, record: ProbeRecord) -> int:
+        """Add one record in its own transaction; returns its row id."""
+        conn = self._conn
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            cur = conn.execute(
+                "INSERT INTO probes (campaign_id, model, config, outcome, gpu, corpus, concurrency,"
+                " throughput_tok_s, host_fingerprint, vllm_version, started_at, record_json)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    record.campaign_id, record.model, record.config, record.outcome, record.gpu,
+                    record.corpus, record.concurrency, record.throughput_tok_s, record.host_fingerprint,
+                    record.vllm_version, record.started_at, record.model_dump_json(),
+                ),
+            )  # fmt: skip
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        return int(cur.lastrowid)
+
+    def list_records(self, model: str | None = None, **filters: str | None) -> list[ProbeRecord]:
+        """Records in insertion order, optionally filtered by exact column values
+        (``model``, ``campaign_id``, ``config``, ``outcome``, ``gpu``, ``corpus``, ``host_fingerprint``,
+        ``vllm_version``)."""
+        filters["model"] = model
+        unknown = set(filters) - set(_FILTERS)
+        if unknown:
+            raise ValueError(f"unknown filter(s) {sorted(unknown)}; use {_FILTERS}")
+        where = [(k, v) for k, v in filters.items() if v is not None]
+        sql = "SELECT record_json FROM probes"
+        if where:
+            sql += " WHERE " + " AND ".join(f"{k} = ?" for k, _ in where)
+        rows = self._conn.execute(sql + " ORDER BY id", [v for _, v in where]).fetchall()
+        return [ProbeRecord.model_validate_json(row[0]) for row in rows]
+
+    def done_configs(self, campaign_id: str, *, retry_failed: bool = False) -> dict[str, ProbeRecord]:
+        """Configurations of ``campaign_id`` that need no new probe: label -> latest record.
+        With ``retry_failed`` only ``ok`` records count as done."""
+        done: dict[str, ProbeRecord] = {}
+        for rec in self.list_records(campaign_id=campaign_id):
+            if rec.outcome == "ok" or not retry_failed:
+                done[rec.config] = rec
+        return done
+
+    def close(self) -> None:
+        self._conn.close()
+
+    def __enter__(self) -> "ProbeStore":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def store_path(settings: "Settings") -> Path:
+    return Path(settings.data_dir) / FILENAME
+
+
+def open_store(settings: "Settings") -> ProbeStore:
+    """The user's probe store (created on first use)."""
+    return ProbeStore(store_path(settings))

@@ -1,0 +1,172 @@
+"""``advisor probe`` end to end against the stand-in server (tests/vllm_helpers/fake_vllm.py):
+records, vanilla first, gain and R, a failed boot recorded while the campaign goes on, resume,
+--retry-failed, and Ctrl-C keeping finished records. The same flow against real vLLM is in
+tests/test_probe_e2e.py."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from advisor.cli.app import main
+
+ROOT = Path(__file__).resolve().parents[1]
+FAKE = ROOT / "tests" / "vllm_helpers" / "fake_vllm.py"
+
+
+@pytest.fixture()
+def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("ADVISOR_CONFIG", str(tmp_path / "absent.toml"))
+    monkeypatch.setenv("FAKE_TOKEN_S", "0.001")
+    corpus = tmp_path / "prompts.jsonl"
+    corpus.write_text("".join(json.dumps({"prompt": f"prompt number {i}"}) + "\n" for i in range(50)))
+    (tmp_path / "good").mkdir()
+    return tmp_path
+
+
+def probe_args(tmp: Path, configs: str, *extra: str) -> list[str]:
+    return [
+        "--data-dir", str(tmp / "data"), "probe", str(tmp / "good"), "--corpus", str(tmp / "prompts.jsonl"),
+        "--configs", configs, "--requests", "6", "--duration", "30", "--concurrency", "2", "--max-tokens", "8",
+        "--max-model-len", "512", "--server-cmd", f"{sys.executable} {FAKE}", "--boot-timeout", "30", *extra,
+    ]  # fmt: skip
+
+
+def run_json(capsys: pytest.CaptureFixture[str], args: list[str]) -> tuple[int, dict, str]:
+    rc = main([*args, "--json"])
+    out, err = capsys.readouterr()
+    return rc, (json.loads(out) if rc == 0 else {}), err
+
+
+def test_campaign_records_resume_and_retry(env: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    args = probe_args(env, "suffix:4,vanilla,ngram:2,vanilla@gmu=0.1")
+    rc, out, err = run_json(capsys, args)
+    assert rc == 0, err
+    assert out["probed"] == ["vanilla", "vanilla@gmu=0.1", "suffix:4", "ngram:2"]  # vanilla first
+    assert out["skipped"] == []
+    recs = {r["config"]: r for r in out["records"]}
+    van, suf, broken = recs["vanilla"], recs["suffix:4"], recs["vanilla@gmu=0.1"]
+    assert van["outcome"] == "ok" and van["requests"] == 6 and van["tokens_per_step"] == 1.0
+    assert van["vllm_version"] == "0.0.fake" and van["boot_s"] > 0
+    assert van["command"][-4:-2] == ["--host", "127.0.0.1"]
+    # The stand-in emits two tokens per step with one accepted draft token each.
+    assert suf["outcome"] == "ok" and suf["tokens_per_step"] == pytest.approx(2.0)
+    assert suf["mean_acceptance_length"] == pytest.approx(2.0)
+    assert suf["implied_r"] == pytest.approx(2.0 / (suf["throughput_tok_s"] / van["throughput_tok_s"]))
+    assert suf["spec_drafts"] > 0 and len(suf["acceptance_per_position"]) == 4
+    assert suf["speculative_method"] == "suffix" and suf["num_speculative_tokens"] == 4
+    assert recs["ngram:2"]["speculative_method"] == "ngram"
+    assert broken["outcome"] == "boot_failed" and broken["failure"].startswith("no_kv_blocks: ")
+    assert Path(broken["log_path"]).is_file() and broken["throughput_tok_s"] is None
+    assert "[2/4] vanilla@gmu=0.1: boot_failed" in err
+
+    # Same command again: nothing to probe.
+    rc, again, err = run_json(capsys, args)
+    assert rc == 0 and again["probed"] == [] and len(again["skipped"]) == 4
+    assert again["campaign_id"] == out["campaign_id"]
+    assert "resuming campaign" in err and "nothing left to probe" in err
+
+    # --retry-failed probes only the failed boot again (it fails again, and is recorded again).
+    rc, retry, err = run_json(capsys, [*args, "--retry-failed"])
+    assert rc == 0 and retry["probed"] == ["vanilla@gmu=0.1"]
+
+    # A different load is a different campaign.
+    rc, other, _ = run_json(capsys, probe_args(env, "vanilla", "--temperature", "0.5"))
+    assert rc == 0 and other["campaign_id"] != out["campaign_id"] and other["probed"] == ["vanilla"]
+
+    from advisor.settings import load_settings
+    from advisor.store import open_store
+
+    with open_store(load_settings(data_dir=env / "data")) as store:
+        assert len(store.list_records(campaign_id=out["campaign_id"])) == 5
+        assert len(store.list_records(model=str(env / "good"), outcome="ok")) == 4
+
+
+@pytest.mark.parametrize(("kind", "outcome", "failure"), [("dies", "crashed", "fatal_error: Fatal Python error: Segmentation fault"),
+                                                         ("nometrics", "error", "probe_error: cannot read")])
+def test_server_trouble_after_boot_is_recorded(env: Path, capsys: pytest.CaptureFixture[str], kind: str,
+                                               outcome: str, failure: str) -> None:
+    (env / kind).mkdir()
+    args = probe_args(env, "vanilla,suffix:4")
+    args[args.index(str(env / "good"))] = str(env / kind)
+    rc, out, err = run_json(capsys, args)
+    assert rc == 0, err
+    assert [(r["config"], r["outcome"]) for r in out["records"]] == [("vanilla", outcome), ("suffix:4", outcome)]
+    assert all(r["failure"].startswith(failure) for r in out["records"])
+
+
+def test_plain_output(env: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rc = main(probe_args(env, "vanilla,suffix:4"))
+    out, err = capsys.readouterr()
+    assert rc == 0, err
+    assert out.splitlines()[0].startswith("campaign c-") and "2 probed" in out
+    assert "suffix:4: ok" in out and "K̄ 2.00" in out and "gain " in out and " R " in out
+
+
+def test_usage_errors(env: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(probe_args(env, "vanilla", "--api", "grpc")) == 2
+    assert main(probe_args(env, "eagle:3")) == 2
+    assert main(probe_args(env, "vanilla", "--extra-args", "'unclosed")) == 2
+    assert main(probe_args(env, "vanilla", "--max-tokens", "600")) == 2  # no room in max_model_len 512
+    err = capsys.readouterr().err
+    assert "error: --api must be" in err and "unknown probe configuration" in err and "--extra-args" in err
+
+
+def _records(db: Path) -> list[str]:
+    if not db.exists():
+        return []
+    conn = sqlite3.connect(db)
+    try:
+        return [r[0] for r in conn.execute("SELECT config FROM probes ORDER BY id")]
+    except sqlite3.OperationalError:
+        return []
+    finally:
+        conn.close()
+
+
+def _fake_servers(marker: str) -> list[int]:
+    pids = []
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                cmd = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+            except OSError:
+                continue
+            if "fake_vllm.py" in cmd and marker in cmd:
+                pids.append(int(proc.name))
+    return pids
+
+
+def test_ctrl_c_keeps_finished_records_and_rerun_resumes(env: Path) -> None:
+    args = probe_args(env, "vanilla,suffix:4,ngram:2")
+    child_env = {**os.environ, "FAKE_TOKEN_S": "0.1", "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen([sys.executable, "-m", "advisor", *args], env=child_env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)  # fmt: skip
+    db = env / "data" / "probes.sqlite"
+    deadline = time.monotonic() + 60
+    while not _records(db) and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.1)
+    assert _records(db) == ["vanilla"]
+    time.sleep(1.0)  # the next configuration's server is up and under load
+    assert _fake_servers(str(env / "good"))
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "interrupted: 1 configuration(s) probed in this run are kept" in err
+    assert _records(db) == ["vanilla"]
+    assert _fake_servers(str(env / "good")) == []  # the server of the interrupted configuration is gone
+
+    rerun = subprocess.run([sys.executable, "-m", "advisor", *args, "--json"], env={**child_env, "FAKE_TOKEN_S": "0.001"},
+                           capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert rerun.returncode == 0, rerun.stderr
+    assert "resuming campaign" in rerun.stderr and "already done: vanilla" in rerun.stderr
+    assert json.loads(rerun.stdout)["probed"] == ["suffix:4", "ngram:2"]
+    assert _records(db) == ["vanilla", "suffix:4", "ngram:2"]

@@ -1,0 +1,121 @@
+"""Probe configuration grammar and the corpus readers (real HumanEval and ShareGPT packages)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from advisor.errors import UsageError
+from advisor.plan.decision import Decision
+from advisor.probe.campaign import server_program
+from advisor.probe.configs import parse_configs, probe_decision, probe_flags
+from advisor.probe.corpus import load_corpus
+
+
+def test_parse_and_labels() -> None:
+    cfgs = parse_configs(" vanilla, suffix ,suffix:16, ngram, ngram:2@prompt_lookup_max=3, suffix:8@max_model_len=4096@gmu=0.8,suffix:16")
+    assert [c.label for c in cfgs] == [
+        "vanilla", "suffix:32", "suffix:16", "ngram:4", "ngram:2@prompt_lookup_max=3", "suffix:8@gmu=0.8@max_model_len=4096",
+    ]  # fmt: skip
+    assert [c.is_vanilla for c in cfgs] == [True] + [False] * 5
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("eagle:3", "unknown probe configuration"),
+        ("vanilla:3", "takes no K"),
+        ("suffix:x", "integer"),
+        ("suffix:0", "1..64"),
+        ("suffix:8@prompt_lookup_max=3", "unknown override"),
+        ("vanilla@gmu=1.5", "gpu_memory_utilization"),
+        ("suffix:8@max_tree_depth=0", "max_tree_depth"),
+        ("ngram:3@prompt_lookup_min=x", "integer"),
+        (" , ", "empty"),
+    ],
+)
+def test_bad_configs(text: str, message: str) -> None:
+    with pytest.raises(UsageError, match=message):
+        parse_configs(text)
+
+
+def test_flags_follow_the_campaign_base() -> None:
+    base = Decision(max_model_len=512, gpu_memory_utilization=0.5, cudagraph_mode="NONE")
+    vanilla, suffix, ngram, over = parse_configs("vanilla,suffix:8@min_token_prob=0.2,ngram:3@prompt_lookup_min=2,vanilla@tp=2")
+    v = probe_flags(vanilla, base)
+    assert v[v.index("--max-model-len") + 1] == "512" and "--speculative-config" not in v
+    s = probe_flags(suffix, base)
+    assert json.loads(s[s.index("--speculative-config") + 1]) == {
+        "method": "suffix", "num_speculative_tokens": 8, "suffix_decoding_min_token_prob": 0.2,
+    }  # fmt: skip
+    n = probe_flags(ngram, base)
+    assert json.loads(n[n.index("--speculative-config") + 1]) == {"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_min": 2}
+    assert json.loads(n[n.index("--compilation-config") + 1]) == {"cudagraph_mode": "NONE"}
+    assert probe_decision(over, base).tensor_parallel_size == 2
+    assert probe_decision(ngram, base).speculative_method is None  # ngram is added as flags, not a Decision
+
+
+def test_server_program() -> None:
+    assert server_program("vllm serve") == ["vllm", "serve"]
+    assert server_program("/v/bin/python -m vllm.entrypoints.openai.api_server") == [
+        "/v/bin/python", "-m", "vllm.entrypoints.openai.api_server", "--model",
+    ]  # fmt: skip
+    assert server_program("python -m x --model") == ["python", "-m", "x", "--model"]
+    with pytest.raises(UsageError):
+        server_program("  ")
+
+
+def test_humaneval_corpus() -> None:
+    c = load_corpus("humaneval")
+    assert c.name == "humaneval" and len(c.prompts) == 164
+    first = c.prompts[0]
+    assert "def has_close_elements" in first.text
+    assert first.chat()[0]["role"] == "user" and "def has_close_elements" in first.chat()[0]["content"]
+    assert len(load_corpus("humaneval", max_chars=600).prompts) < 164
+    assert len(load_corpus("humaneval", limit=10).prompts) == 10
+
+
+def test_sharegpt_corpus_reads_record_by_record() -> None:
+    c = load_corpus("sharegpt", limit=500)
+    assert len(c.prompts) == 500
+    assert c.prompts[0].text.startswith("Summarize the main ideas of Jeff Walker")
+    assert all(p.text.strip() for p in c.prompts)
+
+
+def test_user_files(tmp_path: Path) -> None:
+    jsonl = tmp_path / "p.jsonl"
+    jsonl.write_text(
+        json.dumps({"prompt": "one"}) + "\n\n"
+        + json.dumps({"messages": [{"role": "system", "content": "be brief"}, {"role": "user", "content": "two"},
+                                   {"role": "assistant", "content": "answer"}]}) + "\n"
+        + json.dumps({"conversations": [{"from": "gpt", "value": "hi"}, {"from": "human", "value": "three"}]}) + "\n"
+        + json.dumps({"unrelated": 1}) + "\n"
+    )  # fmt: skip
+    c = load_corpus(str(jsonl))
+    assert [p.text for p in c.prompts] == ["one", "be brief\n\ntwo", "three"]
+    assert c.prompts[1].chat() == [{"role": "system", "content": "be brief"}, {"role": "user", "content": "two"}]
+    # A JSON array cut off mid-record yields the complete records before the cut.
+    cut = tmp_path / "cut.json"
+    full = json.dumps([{"text": f"prompt {i}"} for i in range(3000)])
+    cut.write_text(full[: len(full) - 30])
+    prompts = load_corpus(str(cut), limit=None).prompts
+    assert 2990 < len(prompts) < 3000 and prompts[-1].text.startswith("prompt ")
+
+
+def test_bad_corpora(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match="neither a file"):
+        load_corpus("no-such-corpus")
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"prompt": "ok"}\nnot json\n')
+    with pytest.raises(UsageError, match="not JSON"):
+        load_corpus(str(bad))
+    empty = tmp_path / "e.jsonl"
+    empty.write_text('{"prompt": "x"}\n')
+    with pytest.raises(UsageError, match="no usable prompt"):
+        load_corpus(str(empty), max_chars=0)
+    obj = tmp_path / "o.json"
+    obj.write_text('{"prompt": "x"}')
+    with pytest.raises(UsageError, match="array"):
+        load_corpus(str(obj))
