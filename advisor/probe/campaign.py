@@ -169,7 +169,8 @@ def probe_one(
         return ProbeRecord(**base, outcome="error", failure=f"probe_error: {exc}")
     ok = load.requests_ok > 0 and win.generation_tokens > 0
     failure = None if ok else "no_output: " + (load.errors[0] if load.errors else "no request finished")
-    tps = win.tokens_per_step
+    # Without spec-decode counters a spec run's tokens per step is unknown, not 1.
+    tps = win.tokens_per_step if cfg.is_vanilla or win.accepted_tokens is not None else None
     return ProbeRecord(
         **base,
         outcome="ok" if ok else "error",

@@ -17,7 +17,8 @@ class ProbeRecord(BaseModel):
     model: str
     """Model id or path as probed."""
     config: str
-    """``vanilla``, ``suffix:K`` or ``ngram:K``."""
+    """``vanilla``, ``suffix:K`` or ``ngram:K``, optionally with per-configuration overrides sorted by key,
+    e.g. ``suffix:32@gmu=0.8`` (advisor.probe.configs); read K from ``num_speculative_tokens``."""
     outcome: Literal["ok", "boot_failed", "crashed", "timeout", "error"]
     """What happened; only ``ok`` rows carry throughput."""
     failure: str | None = None
