@@ -1,0 +1,126 @@
+"""``advisor kbar --corpus FILE``: K̄ of suffix decoding on recorded traffic, estimated offline."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from advisor.cli.app import app
+from advisor.cli.common import JsonOpt, emit_json, settings, table
+
+
+def _progress_bar(enabled: bool) -> tuple[Any, Any]:
+    """(callback, progress context) drawing a rich progress bar on stderr; (None, None) when off."""
+    if not enabled:
+        return None, None
+    from rich.console import Console
+    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeElapsedColumn
+
+    prog = Progress(
+        TextColumn("replaying"),
+        BarColumn(),
+        DownloadColumn(),
+        TextColumn("{task.fields[requests]:,} requests  {task.fields[tokens]:,} tokens  K̄ {task.fields[kbar]}"),
+        TimeElapsedColumn(),
+        console=Console(stderr=True),
+        transient=True,
+    )
+    task = prog.add_task("kbar", total=None, requests=0, tokens=0, kbar="-")
+
+    def update(p: Any) -> None:
+        kbar = f"{p.tokens_per_step:.3f}" if p.tokens_per_step else "-"
+        prog.update(task, completed=p.bytes_read, total=p.total_bytes or None, requests=p.requests,
+                    tokens=p.tokens, kbar=kbar)  # fmt: skip
+
+    return update, prog
+
+
+def _fmt(x: float | None, digits: int = 3) -> str:
+    return "-" if x is None else f"{x:.{digits}f}"
+
+
+def _ci(ci: tuple[float, float] | None, digits: int = 3, pct: bool = False) -> str:
+    if ci is None:
+        return ""
+    lo, hi = (ci[0] * 100, ci[1] * 100) if pct else ci
+    return f"  [{lo:.{digits}f}, {hi:.{digits}f}]"
+
+
+def render(r: Any) -> str:
+    """The human-readable report of a KbarResult."""
+    level = f"{r.ci_level * 100:.0f}% CI"
+    fmts = ", ".join(f"{k} {v:,}" for k, v in sorted(r.formats.items())) or "-"
+    skipped = ", ".join(f"{k} {v:,}" for k, v in r.skipped.items()) or "none"
+    p = r.params
+    cfg = (f"K={r.k}, max_tree_depth={p['max_tree_depth']}, max_cached_requests={p['max_cached_requests']}, "
+           f"max_spec_factor={p['max_spec_factor']}, min_token_prob={p['min_token_prob']}, "
+           f"concurrency={p['concurrency']}, EOS appended: "
+           f"{'no' if p.get('eos_token_id') is None else 'id ' + str(p['eos_token_id'])}")  # fmt: skip
+    nz = [x for x in r.per_position if x > 0]
+    per_pos = " ".join(f"{x:.2f}" for x in nz[:16]) + (" ..." if len(nz) > 16 else "") if nz else "-"
+    rate = "-" if r.acceptance_rate is None else f"{r.acceptance_rate * 100:.1f}%"
+    stop = {"until_ci": "early: the CI reached the --until-ci target", "max_requests": "at --max-requests",
+            None: "no: the whole corpus"}[r.stop_reason]  # fmt: skip
+    tok_s = r.tokens / r.elapsed_s if r.elapsed_s else 0.0
+    rows = [
+        ("corpus", r.corpus),
+        ("formats", f"{fmts} (requests read from {r.records:,} records)"),
+        ("tokenizer", r.tokenizer),
+        ("suffix config", cfg),
+        ("requests", f"{r.requests:,} replayed: {r.tokens:,} output tokens, {r.prompt_tokens:,} prompt tokens"),
+        ("skipped", skipped),
+        ("K̄ tokens/step", f"{_fmt(r.tokens_per_step)}{_ci(r.ci['tokens_per_step'])}  ({level}; all steps, empty drafts included)"),
+        ("mean accept len", f"{_fmt(r.mean_acceptance_length)}{_ci(r.ci['mean_acceptance_length'])}  (as vLLM reports it: 1 + accepted/drafts)"),
+        ("acceptance rate", f"{rate}{_ci(r.ci['acceptance_rate'], 1, pct=True)}  (accepted / drafted tokens)"),
+        ("per position", per_pos),
+        ("drafts", f"{r.drafts:,} of {r.steps:,} steps drafted {r.draft_tokens:,} tokens, {r.accepted_tokens:,} accepted"),
+        ("stopped", stop),
+        ("time", f"{r.elapsed_s:.1f} s ({r.replay_s:.1f} s replay, {r.prepare_s:.1f} s waiting on read/tokenize); {tok_s:,.0f} output tok/s"),
+    ]  # fmt: skip
+    lines = [table(rows, title="advisor kbar: suffix decoding replayed on recorded traffic")]
+    lines += [f"  note: {n}" for n in r.notes]
+    return "\n".join(lines)
+
+
+@app.command("kbar")
+def kbar_cmd(
+    corpus: Path = typer.Option(..., "--corpus", help="Recorded traffic: JSONL prompt/response, OpenAI chat logs, ShareGPT (JSON or JSONL), vllm bench custom JSONL with outputs; .gz ok.", show_default=False),
+    tokenizer: str = typer.Option(None, "--tokenizer", help="The target model's tokenizer: HF id (HF cache), model dir or tokenizer.json. Omitted or 'builtin': a labelled approximate fallback.", show_default=False),
+    k: int = typer.Option(32, "--k", help="num_speculative_tokens K."),
+    concurrency: int = typer.Option(1, "--concurrency", help="Requests in flight, interleaved step by step (they share the global tree)."),
+    max_requests: int = typer.Option(None, "--max-requests", help="Replay at most this many requests.", show_default=False),
+    until_ci: float = typer.Option(None, "--until-ci", help="Stop once K̄'s relative CI half-width is at most this (e.g. 0.05).", show_default=False),
+    check_every: int = typer.Option(200, "--check-every", help="Requests between --until-ci checks."),
+    fmt: str = typer.Option("auto", "--format", help="auto, prompt_response, openai_chat, sharegpt or vllm_custom."),
+    max_tree_depth: int = typer.Option(24, "--max-tree-depth", help="suffix_decoding_max_tree_depth."),
+    max_cached_requests: int = typer.Option(10000, "--max-cached-requests", help="suffix_decoding_max_cached_requests."),
+    max_spec_factor: float = typer.Option(1.0, "--max-spec-factor", help="suffix_decoding_max_spec_factor."),
+    min_token_prob: float = typer.Option(0.1, "--min-token-prob", help="suffix_decoding_min_token_prob."),
+    max_model_len: int = typer.Option(None, "--max-model-len", help="Skip prompts that do not fit; cut responses at it.", show_default=False),
+    seed: int = typer.Option(0, "--seed", help="Bootstrap seed."),
+    eos: bool = typer.Option(True, "--eos/--no-eos", help="End each response with the model's EOS token, as generated (off: traces cut at max_tokens)."),
+    json_out: bool = JsonOpt,
+) -> None:  # fmt: skip
+    """Estimate suffix decoding's K̄ (tokens per step) on your own traffic, offline, with vLLM's suffix cache."""
+    from advisor.kbar.estimate import estimate_kbar
+
+    s = settings()
+    on_progress, prog = _progress_bar(not json_out and sys.stderr.isatty())
+    kwargs = dict(
+        concurrency=concurrency, max_requests=max_requests, until_ci=until_ci, check_every=check_every, fmt=fmt,
+        max_tree_depth=max_tree_depth, max_cached_requests=max_cached_requests, max_spec_factor=max_spec_factor,
+        min_token_prob=min_token_prob, max_model_len=max_model_len, seed=seed, append_eos=eos, offline=s.offline,
+        cache_dir=s.hf_cache_dir, allow_fallback=False, on_progress=on_progress,
+    )  # fmt: skip
+    if prog is None:
+        result = estimate_kbar(corpus, tokenizer, k, **kwargs)
+    else:
+        with prog:
+            result = estimate_kbar(corpus, tokenizer, k, **kwargs)
+    if json_out:
+        emit_json(result.model_dump())
+    else:
+        print(render(result))

@@ -1,0 +1,305 @@
+"""``estimate_kbar``: read a trace, tokenize it, replay it through the suffix cache, summarise.
+
+The one entry point for ``advisor kbar`` and for the predictor (``advisor recommend --corpus``).
+Streaming end to end: records are read, tokenized in small batches and fed to the replay only as
+slots free up, so memory is bounded by the suffix cache (``max_cached_requests`` responses) plus
+one small column of counts per request.
+"""
+
+from __future__ import annotations
+
+import itertools
+import queue
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from advisor.errors import DataError, UsageError
+from advisor.kbar.formats import FORMATS, ReadStats, iter_samples
+from advisor.kbar.replay import ReplayConfig, new_cache, replay
+from advisor.kbar.stats import Counts, bootstrap, figures, per_position, relative_half_width
+from advisor.kbar.tokenize import KbarTokenizer, load_tokenizer
+
+_BATCH = 64  # samples tokenized per call (tokenizers' batch encode runs on both cores)
+
+
+class KbarResult(BaseModel):
+    """What replaying a corpus through suffix decoding gave. Figures are None when undefined."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    corpus: str
+    formats: dict[str, int] = Field(description="requests read per detected record format")
+    tokenizer: str = Field(description="what tokenized the corpus, and where it came from")
+    tokenizer_fallback: bool = Field(description="True: not the target model's tokenizer (approximate)")
+    k: int
+    params: dict[str, float | int | None]
+    mean_acceptance_length: float | None = Field(description="1 + accepted / drafts, as vLLM reports it")
+    tokens_per_step: float | None = Field(description="K̄: output tokens / all steps (empty drafts included)")
+    acceptance_rate: float | None = Field(description="accepted / drafted tokens")
+    per_position: list[float] = Field(description="acceptance rate at draft positions 1..K (per draft)")
+    ci_low: float | None = Field(description="lower bound of tokens_per_step's bootstrap interval")
+    ci_high: float | None
+    ci: dict[str, tuple[float, float] | None] = Field(description="bootstrap intervals of the three figures")
+    ci_level: float
+    requests: int
+    records: int
+    skipped: dict[str, int]
+    tokens: int = Field(description="output (response) tokens replayed")
+    prompt_tokens: int
+    steps: int
+    drafts: int
+    draft_tokens: int
+    accepted_tokens: int
+    stopped_early: bool
+    stop_reason: str | None = Field(description="until_ci, max_requests, or None (whole corpus)")
+    elapsed_s: float
+    prepare_s: float = Field(description="seconds spent reading and tokenizing")
+    replay_s: float = Field(description="seconds spent in the suffix-cache replay")
+    notes: list[str]
+
+
+@dataclass
+class Progress:
+    bytes_read: int
+    total_bytes: int
+    requests: int
+    tokens: int
+    tokens_per_step: float | None
+
+
+@dataclass
+class _State:
+    stop: bool = False
+    stop_reason: str | None = None
+    fed: int = 0
+    prepare_s: float = 0.0
+
+
+_DONE = object()
+
+
+class _Prefetch:
+    """Reads and tokenizes in a background thread, a few batches ahead of the replay.
+
+    The tokenizer's batch encode runs in Rust without the GIL, so on two cores most of it
+    overlaps the replay. The queue is bounded (memory) and the thread stops when told to.
+    """
+
+    def __init__(self, samples: Iterator[Any], tok: KbarTokenizer, eos: int | None, depth: int = 8) -> None:
+        self._samples, self._tok = samples, tok
+        self._eos = [] if eos is None else [eos]
+        self._queue: queue.Queue = queue.Queue(maxsize=depth)
+        self._halt = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="kbar-prefetch", daemon=True)
+        self._thread.start()
+
+    def _put(self, item: Any) -> bool:
+        while not self._halt.is_set():
+            try:
+                self._queue.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def _run(self) -> None:
+        try:
+            while not self._halt.is_set():
+                batch = [(s.prompt, s.response) for s in itertools.islice(self._samples, _BATCH)]
+                if not batch:
+                    break
+                pairs = [(np.asarray(p, dtype=np.int32), np.asarray(r + self._eos if r else r, dtype=np.int32))
+                         for p, r in self._tok.encode_pairs(batch)]  # fmt: skip
+                if not self._put(pairs):
+                    return
+        except BaseException as exc:  # noqa: BLE001 - handed to the consuming thread, re-raised there
+            self._put(exc)
+            return
+        self._put(_DONE)
+
+    def batches(self) -> Iterator[list[tuple[np.ndarray, np.ndarray]]]:
+        while True:
+            item = self._queue.get()
+            if item is _DONE:
+                return
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+
+    def close(self) -> None:
+        self._halt.set()
+        self._thread.join(timeout=5)
+
+
+def _feed(prefetch: _Prefetch, state: _State, skipped: Counter, *, max_requests: int | None,
+          max_model_len: int | None) -> Iterator[tuple[np.ndarray, np.ndarray]]:  # fmt: skip
+    """Tokenized (prompt, response) pairs, pulled lazily; stops when ``state.stop`` is set."""
+    t0 = time.perf_counter()
+    for batch in prefetch.batches():
+        state.prepare_s += time.perf_counter() - t0
+        for prompt, response in batch:
+            if not len(response):
+                skipped["empty_response"] += 1
+                continue
+            if max_model_len is not None:
+                if len(prompt) + 1 > max_model_len:
+                    skipped["prompt_too_long"] += 1
+                    continue
+                response = response[: max_model_len - len(prompt)]
+            if state.stop:
+                return
+            if max_requests is not None and state.fed >= max_requests:
+                state.stop, state.stop_reason = True, "max_requests"
+                return
+            state.fed += 1
+            yield prompt, response
+        t0 = time.perf_counter()
+
+
+def estimate_kbar(
+    path: Path | str,
+    tokenizer: KbarTokenizer | str | None = None,
+    k: int = 32,
+    *,
+    concurrency: int = 1,
+    max_requests: int | None = None,
+    until_ci: float | None = None,
+    check_every: int = 200,
+    fmt: str = "auto",
+    max_tree_depth: int = 24,
+    max_cached_requests: int = 10000,
+    max_spec_factor: float = 1.0,
+    min_token_prob: float = 0.1,
+    max_model_len: int | None = None,
+    resamples: int = 1000,
+    ci_level: float = 0.95,
+    seed: int = 0,
+    append_eos: bool = True,
+    offline: bool = True,
+    cache_dir: Path | None = None,
+    allow_fallback: bool = False,
+    on_progress: Callable[[Progress], None] | None = None,
+) -> KbarResult:
+    """Estimate suffix decoding's K̄ on the trace at ``path`` (see ``advisor.kbar`` for the method).
+
+    ``tokenizer``: a loaded ``KbarTokenizer``, or a spec for ``load_tokenizer`` (model id, model
+    dir, tokenizer.json, ``builtin``; None = the labelled fallback). ``until_ci``: stop feeding new
+    requests once the relative half-width of K̄'s bootstrap interval is at most this, checked every
+    ``check_every`` finished requests (requests in flight still finish). ``append_eos``: end each
+    response with the tokenizer's EOS token, which the model generates (one more step) and vLLM
+    adds to the suffix tree like any sampled token; turn it off for traces cut at max_tokens.
+    """
+    t_start = time.perf_counter()
+    if max_requests is not None and max_requests < 1:
+        raise UsageError(f"--max-requests must be >= 1, got {max_requests}")
+    if until_ci is not None and not 0 < until_ci < 1:
+        raise UsageError(f"--until-ci must be in (0, 1), got {until_ci}")
+    if check_every < 1:
+        raise UsageError(f"--check-every must be >= 1, got {check_every}")
+    cfg = ReplayConfig(
+        num_speculative_tokens=k, max_tree_depth=max_tree_depth, max_cached_requests=max_cached_requests,
+        max_spec_factor=max_spec_factor, min_token_prob=min_token_prob, concurrency=concurrency,
+        max_model_len=max_model_len,
+    )  # fmt: skip
+    cache = new_cache(cfg)  # fails fast, before any reading, when Arctic Inference is missing
+    tok = tokenizer if isinstance(tokenizer, KbarTokenizer) else load_tokenizer(
+        tokenizer, offline=offline, cache_dir=cache_dir, allow_fallback=allow_fallback)  # fmt: skip
+
+    read = ReadStats()
+    extra_skips: Counter = Counter()
+    state = _State()
+    counts = Counts()
+    samples = iter_samples(path, fmt, read)
+    eos = tok.eos_id if append_eos else None
+    prefetch = _Prefetch(samples, tok, eos)
+    feed = _feed(prefetch, state, extra_skips, max_requests=max_requests, max_model_len=max_model_len)
+    last_report = 0.0
+    check_s = 0.0
+    t_loop = time.perf_counter()
+    try:
+        for s in replay(feed, cfg, cache):
+            counts.add(s)
+            if until_ci is not None and not state.stop and counts.n % check_every == 0:
+                t_check = time.perf_counter()
+                tot = {c: counts.total(c) for c in ("output_tokens", "steps")}
+                point = tot["output_tokens"] / tot["steps"]
+                ci = bootstrap(counts, resamples=200, level=ci_level, seed=seed)["tokens_per_step"]
+                if relative_half_width(ci, point) <= until_ci:
+                    state.stop, state.stop_reason = True, "until_ci"
+                check_s += time.perf_counter() - t_check
+            if on_progress is not None and (now := time.monotonic()) - last_report >= 0.1:
+                last_report = now
+                steps = counts.total("steps")
+                on_progress(Progress(read.bytes_read, read.total_bytes, counts.n, counts.total("output_tokens"),
+                                     counts.total("output_tokens") / steps if steps else None))  # fmt: skip
+    finally:
+        prefetch.close()
+    if on_progress is not None:
+        steps = counts.total("steps")
+        on_progress(Progress(read.bytes_read if state.stop else read.total_bytes, read.total_bytes, counts.n,
+                             counts.total("output_tokens"), counts.total("output_tokens") / steps if steps else None))  # fmt: skip
+
+    loop_s = time.perf_counter() - t_loop
+    skipped = dict(sorted((read.skipped + extra_skips).items()))
+    if counts.n == 0:
+        expected = ", ".join(FORMATS)
+        raise DataError(
+            f"no usable requests in {path}: {read.records} records read, skipped {skipped or 'none'} "
+            f"(formats understood: {expected}; see docs/kbar.md)"
+        )
+    cis = bootstrap(counts, resamples=resamples, level=ci_level, seed=seed)
+    totals = {c: counts.total(c) for c in ("output_tokens", "steps", "drafts", "draft_tokens", "accepted", "prompt_tokens")}
+    fig = figures(totals["output_tokens"], totals["steps"], totals["drafts"], totals["draft_tokens"], totals["accepted"])
+    elapsed = time.perf_counter() - t_start
+    notes = [tok.note] if tok.note else []
+    if tok.fallback:
+        notes.append("tokenized with the built-in fallback tokenizer, not the target model's: K̄ is approximate")
+    if state.stop_reason == "until_ci":
+        notes.append(f"stopped early after {counts.n} requests: K̄'s relative CI half-width <= {until_ci}; "
+                     "later requests would see a warmer global tree, so K̄ may be biased low")  # fmt: skip
+    if append_eos and eos is None:
+        notes.append("the tokenizer names no EOS token: responses replayed without one")
+    if fig["mean_acceptance_length"] is None:
+        notes.append("suffix decoding proposed no draft at all on this corpus")
+    tps_ci = cis["tokens_per_step"]
+    return KbarResult(
+        corpus=str(path),
+        formats=dict(read.formats),
+        tokenizer=tok.label,
+        tokenizer_fallback=tok.fallback,
+        k=k,
+        params={"max_tree_depth": max_tree_depth, "max_cached_requests": max_cached_requests,
+                "max_spec_factor": max_spec_factor, "min_token_prob": min_token_prob,
+                "concurrency": concurrency, "max_model_len": max_model_len, "eos_token_id": eos},  # fmt: skip
+        mean_acceptance_length=fig["mean_acceptance_length"],
+        tokens_per_step=fig["tokens_per_step"],
+        acceptance_rate=fig["acceptance_rate"],
+        per_position=per_position(counts, k),
+        ci_low=tps_ci[0] if tps_ci else None,
+        ci_high=tps_ci[1] if tps_ci else None,
+        ci=cis,
+        ci_level=ci_level,
+        requests=counts.n,
+        records=read.records,
+        skipped=skipped,
+        tokens=totals["output_tokens"],
+        prompt_tokens=totals["prompt_tokens"],
+        steps=totals["steps"],
+        drafts=totals["drafts"],
+        draft_tokens=totals["draft_tokens"],
+        accepted_tokens=totals["accepted"],
+        stopped_early=state.stop_reason is not None,
+        stop_reason=state.stop_reason,
+        elapsed_s=elapsed,
+        prepare_s=state.prepare_s,
+        replay_s=max(0.0, loop_s - state.prepare_s - check_s),
+        notes=notes,
+    )
