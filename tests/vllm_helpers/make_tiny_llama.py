@@ -14,6 +14,7 @@ import sysconfig
 from pathlib import Path
 
 VOCAB = 2048
+VERSION = "tiny-llama v2"
 
 
 def train_tokenizer(out: Path) -> None:
@@ -67,13 +68,25 @@ def build_model(out: Path) -> None:
 
 
 def main(out_dir: str) -> int:
+    import os
+    import shutil
+    import tempfile
+
     out = Path(out_dir)
-    if (out / ".done").exists() and (out / ".done").read_text().strip() == "tiny-llama v2":
+    if (out / ".done").exists() and (out / ".done").read_text().strip() == VERSION:
         return 0
-    out.mkdir(parents=True, exist_ok=True)
-    train_tokenizer(out)
-    build_model(out)
-    (out / ".done").write_text("tiny-llama v2\n")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    # Build beside the target and rename into place: concurrent builders never expose half a model.
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    train_tokenizer(tmp)
+    build_model(tmp)
+    (tmp / ".done").write_text(VERSION + "\n")
+    if (out / ".done").exists() and (out / ".done").read_text().strip() == VERSION:
+        shutil.rmtree(tmp)  # another builder finished first
+        return 0
+    if out.exists():
+        shutil.rmtree(out)
+    os.rename(tmp, out)
     return 0
 
 
