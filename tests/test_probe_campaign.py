@@ -151,14 +151,19 @@ def test_ctrl_c_keeps_finished_records_and_rerun_resumes(env: Path) -> None:
     proc = subprocess.Popen([sys.executable, "-m", "advisor", *args], env=child_env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)  # fmt: skip
     db = env / "data" / "probes.sqlite"
-    deadline = time.monotonic() + 60
-    while not _records(db) and time.monotonic() < deadline and proc.poll() is None:
-        time.sleep(0.1)
-    assert _records(db) == ["vanilla"]
-    time.sleep(1.0)  # the next configuration's server is up and under load
-    assert _fake_servers(str(env / "good"))
-    proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=60)
+    try:
+        deadline = time.monotonic() + 60
+        while not _records(db) and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.1)
+        assert _records(db) == ["vanilla"]
+        time.sleep(1.0)  # the next configuration's server is up and under load
+        assert _fake_servers(str(env / "good"))
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:  # an assertion above failed: do not leave the campaign running
+            proc.kill()
+            proc.communicate()
     assert proc.returncode == 130, err
     assert "interrupted: 1 configuration(s) probed in this run are kept" in err
     assert _records(db) == ["vanilla"]

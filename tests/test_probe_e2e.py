@@ -65,6 +65,18 @@ def _marked_processes(marker: str) -> list[int]:
     return found
 
 
+def _stop(proc: subprocess.Popen) -> None:
+    """Whatever an assertion left running: interrupt the advisor (it stops its server), then kill it
+    (its server follows through PR_SET_PDEATHSIG)."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+
+
 def test_probe_campaign_on_real_vllm(tiny_model: Path, tmp_path: Path) -> None:
     marker = uuid.uuid4().hex
     env = {
@@ -83,13 +95,16 @@ def test_probe_campaign_on_real_vllm(tiny_model: Path, tmp_path: Path) -> None:
     # 1. Interrupt after the first record: it stays, the server being started is stopped.
     t0 = time.monotonic()
     first = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    while not _records(db) and first.poll() is None and time.monotonic() - t0 < 400:
-        time.sleep(0.5)
-    t_first = time.monotonic() - t0
-    assert _records(db) == ["vanilla"], first.stderr.read() if first.poll() is not None else "no record in time"
-    time.sleep(2.0)  # the next configuration's server is booting
-    first.send_signal(signal.SIGINT)
-    _, err = first.communicate(timeout=120)
+    try:
+        while not _records(db) and first.poll() is None and time.monotonic() - t0 < 400:
+            time.sleep(0.5)
+        t_first = time.monotonic() - t0
+        assert _records(db) == ["vanilla"], first.stderr.read() if first.poll() is not None else "no record in time"
+        time.sleep(2.0)  # the next configuration's server is booting
+        first.send_signal(signal.SIGINT)
+        _, err = first.communicate(timeout=120)
+    finally:
+        _stop(first)
     assert first.returncode == 130, err
     assert "interrupted:" in err and "rerun the same command to resume" in err
     kept = _records(db)

@@ -123,6 +123,38 @@ def test_interrupt_inside_the_block_still_stops_the_server(tmp_path: Path) -> No
     assert not alive(pid)
 
 
+_OWNER = """
+import sys, time
+from pathlib import Path
+from advisor.probe.server import running_server
+with running_server([sys.executable, sys.argv[1], "--model", "good"], log_path=Path(sys.argv[2])) as srv:
+    print(srv.process.pid, flush=True)
+    time.sleep(600)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux-only")
+def test_server_dies_with_a_killed_advisor(tmp_path: Path) -> None:
+    import signal
+    import subprocess
+
+    owner = subprocess.Popen([sys.executable, "-c", _OWNER, str(FAKE), str(tmp_path / "o.log")],
+                             stdout=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        server_pid = int(owner.stdout.readline())
+        assert alive(server_pid)
+        owner.send_signal(signal.SIGKILL)  # no finally block runs in the owner
+        owner.wait()
+        deadline = time.monotonic() + 10
+        while alive(server_pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not alive(server_pid)
+    finally:
+        if owner.poll() is None:
+            owner.kill()
+            owner.wait()
+
+
 def test_stop_process_group_on_exited_process(tmp_path: Path) -> None:
     import subprocess
 

@@ -5,7 +5,8 @@ to ``argv``, starts it in its own process group with stdout+stderr going to ``lo
 for ``/health`` 200 **and** a warm-up completion (``/health`` answers before the engine can serve).
 It fails fast with :class:`BootFailure` when the process exits, the boot deadline passes or the
 warm-up fails, naming the cause found in the log (:mod:`advisor.probe.failures`). On leaving the
-block the whole process group gets SIGTERM, SIGKILL after ``stop_timeout_s``, and is reaped.
+block the whole process group gets SIGTERM, SIGKILL after ``stop_timeout_s``, and is reaped. On
+Linux the server also gets SIGTERM if the advisor process itself dies (PR_SET_PDEATHSIG).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -66,6 +68,15 @@ def free_port(host: str = HOST) -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind((host, 0))
         return sock.getsockname()[1]
+
+
+def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
+    """Ask Linux to SIGTERM the server when the advisor process dies, even by SIGKILL, so that a
+    crashed campaign leaves no server holding GPU memory (vLLM's engine processes follow their parent)."""
+    import ctypes
+
+    pr_set_pdeathsig = 1
+    ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, int(signal.SIGTERM))
 
 
 def _group_alive(pgid: int) -> bool:
@@ -168,6 +179,7 @@ def running_server(
             proc = subprocess.Popen(
                 full, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                 env=proc_env, start_new_session=True,
+                preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
             )  # fmt: skip
         except OSError as exc:
             raise BootFailure("boot_failed", Failure("not_startable", f"{full[0]}: {exc}"), log_path) from None
