@@ -118,7 +118,7 @@ def probe_observations(records: Iterable, profile_of: ProfileFn | None = None) -
         for rec in recs:
             if not rec.config.startswith("suffix:"):
                 continue
-            k = int(rec.config.split(":", 1)[1] or SEED_K)
+            k = int(rec.config.split(":", 1)[1].split("@", 1)[0] or SEED_K)  # "suffix:8@gmu=0.8" carries overrides
             family = profile_of(rec.model).family if profile_of else "instruct"
             out.append(Observation(
                 model=rec.model, label=rec.model.split("/")[-1], corpus=rec.corpus, family=family,
