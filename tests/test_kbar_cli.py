@@ -61,7 +61,7 @@ def test_json_output(run_cli, trace, tokenizer_json):
 
 def test_errors_are_one_line(run_cli, trace, tmp_path, monkeypatch):
     code, _, err = run_cli("kbar", "--corpus", str(tmp_path / "nope.jsonl"), "--tokenizer", "builtin")
-    assert (code, err.count("\n")) in ((2, 1), (6, 1))  # not found (or, without Arctic, that first)
+    assert (code, err.count("\n")) == (2, 1)  # checked before Arctic and the tokenizer
     monkeypatch.setitem(sys.modules, "arctic_inference.suffix_decoding", None)
     code, _, err = run_cli("kbar", "--corpus", str(trace))
     assert code == 6 and "scripts/install_arctic.sh" in err and err.startswith("error: ")
@@ -93,6 +93,6 @@ def test_progress_bar_draws_on_a_terminal():
 
 @needs_arctic
 def test_install_script_is_idempotent():
-    out = subprocess.run(["bash", str(REPO / "scripts" / "install_arctic.sh")], capture_output=True, text=True,
+    out = subprocess.run(["bash", str(REPO / "scripts" / "install_arctic.sh")], capture_output=True, text=True, check=False,
                          env={"PYTHON": sys.executable, "PATH": "/usr/bin:/bin", "HOME": "/tmp"}, timeout=60)  # fmt: skip
     assert out.returncode == 0 and "nothing to do" in out.stdout

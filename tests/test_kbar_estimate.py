@@ -78,7 +78,7 @@ def test_sharegpt_cut_file_until_ci_stops_early():
     with sharegpt.dataset_path() as path:
         r = estimate_kbar(path, "builtin", 32, until_ci=0.05, check_every=100, max_requests=3000)
     assert r.formats.get("sharegpt", 0) >= r.requests
-    assert r.stop_reason == "until_ci" and r.stopped_early and 100 <= r.requests < 3000
+    assert r.stop_reason == "until_ci" and r.stopped_early and 400 <= r.requests < 3000  # not at the first check
     half = (r.ci_high - r.ci_low) / 2 / r.tokens_per_step
     assert half < 0.08  # the final interval uses more resamples than the check; still near the target
     assert 1.2 < r.tokens_per_step < 2.5
@@ -123,6 +123,8 @@ def test_concurrency_and_max_requests(tmp_path, tiny_tokenizer):
     assert many.tokens_per_step < one.tokens_per_step  # fewer finished responses to draw on
     capped = estimate_kbar(trace, tok, 16, max_requests=10)
     assert capped.requests == 10 and capped.stop_reason == "max_requests"
+    assert capped.formats == {"prompt_response": 10}  # not what the reader had read ahead
+    assert capped.records <= 50
 
 
 def test_no_usable_request_is_a_data_error(tmp_path, tiny_tokenizer):

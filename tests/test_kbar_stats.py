@@ -5,7 +5,13 @@ from __future__ import annotations
 import pytest
 
 from advisor.kbar.replay import RequestStats
-from advisor.kbar.stats import Counts, bootstrap, figures, per_position, relative_half_width
+from advisor.kbar.stats import (
+    Counts,
+    bootstrap,
+    figures,
+    per_position,
+    relative_half_width,
+)
 
 
 def _counts(rows):
@@ -50,3 +56,16 @@ def test_bootstrap_edge_cases():
 def test_counts_grow_past_their_initial_capacity():
     c = _counts([(3, 2, 1, 1, 1)] * 3000)
     assert c.n == 3000 and c.total("output_tokens") == 9000
+
+
+def test_until_ci_rule_waits_for_the_drift_to_settle():
+    from advisor.kbar.estimate import _settled
+
+    steady = _counts([(150 + i % 13, 100, 50, 100, 25) for i in range(600)])
+    assert _settled(steady, 0.05, 0.95, 0)
+    # Same spread, but K̄ climbs as the cache warms up: the interval is tight, the halves disagree.
+    warming = _counts([(130 + i // 10, 100, 50, 100, 25) for i in range(600)])
+    tok, steps = warming.column("output_tokens"), warming.column("steps")
+    ci = bootstrap(warming, resamples=200)["tokens_per_step"]
+    assert relative_half_width(ci, tok.sum() / steps.sum()) < 0.05
+    assert not _settled(warming, 0.05, 0.95, 0)

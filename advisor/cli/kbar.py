@@ -17,7 +17,13 @@ def _progress_bar(enabled: bool) -> tuple[Any, Any]:
     if not enabled:
         return None, None
     from rich.console import Console
-    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.progress import (
+        BarColumn,
+        DownloadColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+    )
 
     prog = Progress(
         TextColumn("replaying"),
@@ -109,12 +115,13 @@ def kbar_cmd(
 
     s = settings()
     on_progress, prog = _progress_bar(not json_out and sys.stderr.isatty())
-    kwargs = dict(
-        concurrency=concurrency, max_requests=max_requests, until_ci=until_ci, check_every=check_every, fmt=fmt,
-        max_tree_depth=max_tree_depth, max_cached_requests=max_cached_requests, max_spec_factor=max_spec_factor,
-        min_token_prob=min_token_prob, max_model_len=max_model_len, seed=seed, append_eos=eos, offline=s.offline,
-        cache_dir=s.hf_cache_dir, allow_fallback=False, on_progress=on_progress,
-    )  # fmt: skip
+    kwargs = {
+        "concurrency": concurrency, "max_requests": max_requests, "until_ci": until_ci, "check_every": check_every,
+        "fmt": fmt, "max_tree_depth": max_tree_depth, "max_cached_requests": max_cached_requests,
+        "max_spec_factor": max_spec_factor, "min_token_prob": min_token_prob, "max_model_len": max_model_len,
+        "seed": seed, "append_eos": eos, "offline": s.offline, "cache_dir": s.hf_cache_dir,
+        "allow_fallback": False, "on_progress": on_progress,
+    }  # fmt: skip
     if prog is None:
         result = estimate_kbar(corpus, tokenizer, k, **kwargs)
     else:

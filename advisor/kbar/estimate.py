@@ -14,7 +14,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +24,13 @@ from pydantic import BaseModel, ConfigDict, Field
 from advisor.errors import DataError, UsageError
 from advisor.kbar.formats import FORMATS, ReadStats, iter_samples
 from advisor.kbar.replay import ReplayConfig, new_cache, replay
-from advisor.kbar.stats import Counts, bootstrap, figures, per_position, relative_half_width
+from advisor.kbar.stats import (
+    Counts,
+    bootstrap,
+    figures,
+    per_position,
+    relative_half_width,
+)
 from advisor.kbar.tokenize import KbarTokenizer, load_tokenizer
 
 _BATCH = 64  # samples tokenized per call (tokenizers' batch encode runs on both cores)
@@ -36,7 +42,7 @@ class KbarResult(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     corpus: str
-    formats: dict[str, int] = Field(description="requests read per detected record format")
+    formats: dict[str, int] = Field(description="requests replayed per detected record format")
     tokenizer: str = Field(description="what tokenized the corpus, and where it came from")
     tokenizer_fallback: bool = Field(description="True: not the target model's tokenizer (approximate)")
     k: int
@@ -81,6 +87,19 @@ class _State:
     stop_reason: str | None = None
     fed: int = 0
     prepare_s: float = 0.0
+    formats: Counter = field(default_factory=Counter)
+    """Formats of the requests actually fed (the reader runs ahead of the replay)."""
+    read_upto: tuple[int, Counter] = (0, Counter())
+    """(records, skipped) as the reader had them after the batch being fed: a stop mid-file
+    reports the reading up to there (to a batch), not the read-ahead."""
+
+
+@dataclass
+class _Batch:
+    pairs: list[tuple[np.ndarray, np.ndarray]]
+    formats: list[str]
+    records: int
+    skipped: Counter
 
 
 _DONE = object()
@@ -93,8 +112,9 @@ class _Prefetch:
     overlaps the replay. The queue is bounded (memory) and the thread stops when told to.
     """
 
-    def __init__(self, samples: Iterator[Any], tok: KbarTokenizer, eos: int | None, depth: int = 8) -> None:
-        self._samples, self._tok = samples, tok
+    def __init__(self, samples: Iterator[Any], read: ReadStats, tok: KbarTokenizer, eos: int | None,
+                 depth: int = 8) -> None:  # fmt: skip
+        self._samples, self._read, self._tok = samples, read, tok
         self._eos = [] if eos is None else [eos]
         self._queue: queue.Queue = queue.Queue(maxsize=depth)
         self._halt = threading.Event()
@@ -113,19 +133,20 @@ class _Prefetch:
     def _run(self) -> None:
         try:
             while not self._halt.is_set():
-                batch = [(s.prompt, s.response) for s in itertools.islice(self._samples, _BATCH)]
-                if not batch:
+                samples = list(itertools.islice(self._samples, _BATCH))
+                if not samples:
                     break
-                pairs = [(np.asarray(p, dtype=np.int32), np.asarray(r + self._eos if r else r, dtype=np.int32))
-                         for p, r in self._tok.encode_pairs(batch)]  # fmt: skip
-                if not self._put(pairs):
+                read = _Batch([], [s.format for s in samples], self._read.records, Counter(self._read.skipped))
+                read.pairs = [(np.asarray(p, dtype=np.int32), np.asarray(r + self._eos if r else r, dtype=np.int32))
+                              for p, r in self._tok.encode_pairs([(s.prompt, s.response) for s in samples])]  # fmt: skip
+                if not self._put(read):
                     return
         except BaseException as exc:  # noqa: BLE001 - handed to the consuming thread, re-raised there
             self._put(exc)
             return
         self._put(_DONE)
 
-    def batches(self) -> Iterator[list[tuple[np.ndarray, np.ndarray]]]:
+    def batches(self) -> Iterator[_Batch]:
         while True:
             item = self._queue.get()
             if item is _DONE:
@@ -145,7 +166,8 @@ def _feed(prefetch: _Prefetch, state: _State, skipped: Counter, *, max_requests:
     t0 = time.perf_counter()
     for batch in prefetch.batches():
         state.prepare_s += time.perf_counter() - t0
-        for prompt, response in batch:
+        state.read_upto = (batch.records, batch.skipped)
+        for (prompt, response), fmt in zip(batch.pairs, batch.formats):
             if not len(response):
                 skipped["empty_response"] += 1
                 continue
@@ -160,8 +182,29 @@ def _feed(prefetch: _Prefetch, state: _State, skipped: Counter, *, max_requests:
                 state.stop, state.stop_reason = True, "max_requests"
                 return
             state.fed += 1
+            state.formats[fmt] += 1
             yield prompt, response
         t0 = time.perf_counter()
+
+
+def _settled(counts: Counts, target: float, level: float, seed: int) -> bool:
+    """The --until-ci stop rule: a tight interval AND no drift between the two halves so far.
+
+    The global tree warms up as requests go by, so K̄ of a prefix of the trace drifts upward; a
+    bootstrap interval over requests does not see that drift (on ShareGPT the first 200 requests
+    give an interval of +-5% that excludes the whole trace's K̄, 13% higher). Requiring the later
+    half's K̄ to agree with the earlier half's within target/2 stops later and halves that bias.
+    """
+    tok, steps = counts.column("output_tokens"), counts.column("steps")
+    point = tok.sum() / steps.sum()
+    half = counts.n // 2
+    if half == 0 or steps[:half].sum() == 0 or steps[half:].sum() == 0:
+        return False
+    drift = abs(tok[half:].sum() / steps[half:].sum() - tok[:half].sum() / steps[:half].sum()) / point
+    if drift > target / 2:
+        return False
+    ci = bootstrap(counts, resamples=200, level=level, seed=seed)["tokens_per_step"]
+    return relative_half_width(ci, point) <= target
 
 
 def estimate_kbar(
@@ -192,10 +235,11 @@ def estimate_kbar(
 
     ``tokenizer``: a loaded ``KbarTokenizer``, or a spec for ``load_tokenizer`` (model id, model
     dir, tokenizer.json, ``builtin``; None = the labelled fallback). ``until_ci``: stop feeding new
-    requests once the relative half-width of K̄'s bootstrap interval is at most this, checked every
-    ``check_every`` finished requests (requests in flight still finish). ``append_eos``: end each
-    response with the tokenizer's EOS token, which the model generates (one more step) and vLLM
-    adds to the suffix tree like any sampled token; turn it off for traces cut at max_tokens.
+    requests once the relative half-width of K̄'s bootstrap interval is at most this and K̄ no longer
+    drifts (``_settled``), checked every ``check_every`` finished requests (requests in flight
+    still finish). ``append_eos``: end each response with the tokenizer's EOS token, which the
+    model generates (one more step) and vLLM adds to the suffix tree like any sampled token; turn
+    it off for traces cut at max_tokens.
     """
     t_start = time.perf_counter()
     if max_requests is not None and max_requests < 1:
@@ -204,6 +248,10 @@ def estimate_kbar(
         raise UsageError(f"--until-ci must be in (0, 1), got {until_ci}")
     if check_every < 1:
         raise UsageError(f"--check-every must be >= 1, got {check_every}")
+    if fmt != "auto" and fmt not in FORMATS:
+        raise UsageError(f"unknown --format {fmt!r}; expected auto or one of {', '.join(FORMATS)}")
+    if not Path(path).is_file():
+        raise UsageError(f"corpus file not found: {path}")
     cfg = ReplayConfig(
         num_speculative_tokens=k, max_tree_depth=max_tree_depth, max_cached_requests=max_cached_requests,
         max_spec_factor=max_spec_factor, min_token_prob=min_token_prob, concurrency=concurrency,
@@ -219,7 +267,7 @@ def estimate_kbar(
     counts = Counts()
     samples = iter_samples(path, fmt, read)
     eos = tok.eos_id if append_eos else None
-    prefetch = _Prefetch(samples, tok, eos)
+    prefetch = _Prefetch(samples, read, tok, eos)
     feed = _feed(prefetch, state, extra_skips, max_requests=max_requests, max_model_len=max_model_len)
     last_report = 0.0
     check_s = 0.0
@@ -229,10 +277,7 @@ def estimate_kbar(
             counts.add(s)
             if until_ci is not None and not state.stop and counts.n % check_every == 0:
                 t_check = time.perf_counter()
-                tot = {c: counts.total(c) for c in ("output_tokens", "steps")}
-                point = tot["output_tokens"] / tot["steps"]
-                ci = bootstrap(counts, resamples=200, level=ci_level, seed=seed)["tokens_per_step"]
-                if relative_half_width(ci, point) <= until_ci:
+                if _settled(counts, until_ci, ci_level, seed):
                     state.stop, state.stop_reason = True, "until_ci"
                 check_s += time.perf_counter() - t_check
             if on_progress is not None and (now := time.monotonic()) - last_report >= 0.1:
@@ -248,11 +293,12 @@ def estimate_kbar(
                              counts.total("output_tokens"), counts.total("output_tokens") / steps if steps else None))  # fmt: skip
 
     loop_s = time.perf_counter() - t_loop
-    skipped = dict(sorted((read.skipped + extra_skips).items()))
+    records, read_skips = state.read_upto if state.stop else (read.records, read.skipped)
+    skipped = dict(sorted((read_skips + extra_skips).items()))
     if counts.n == 0:
         expected = ", ".join(FORMATS)
         raise DataError(
-            f"no usable requests in {path}: {read.records} records read, skipped {skipped or 'none'} "
+            f"no usable requests in {path}: {records} records read, skipped {skipped or 'none'} "
             f"(formats understood: {expected}; see docs/kbar.md)"
         )
     cis = bootstrap(counts, resamples=resamples, level=ci_level, seed=seed)
@@ -263,8 +309,9 @@ def estimate_kbar(
     if tok.fallback:
         notes.append("tokenized with the built-in fallback tokenizer, not the target model's: K̄ is approximate")
     if state.stop_reason == "until_ci":
-        notes.append(f"stopped early after {counts.n} requests: K̄'s relative CI half-width <= {until_ci}; "
-                     "later requests would see a warmer global tree, so K̄ may be biased low")  # fmt: skip
+        notes.append(f"stopped early after {counts.n} requests (K̄'s relative CI half-width <= {until_ci} and "
+                     "stable between halves); later requests would see a warmer global tree, so this K̄ can "
+                     "still be a few % low (ShareGPT: -6 to -8%); replay the whole trace for the final figure")  # fmt: skip
     if append_eos and eos is None:
         notes.append("the tokenizer names no EOS token: responses replayed without one")
     if fig["mean_acceptance_length"] is None:
@@ -272,13 +319,15 @@ def estimate_kbar(
     tps_ci = cis["tokens_per_step"]
     return KbarResult(
         corpus=str(path),
-        formats=dict(read.formats),
+        formats=dict(state.formats),
         tokenizer=tok.label,
         tokenizer_fallback=tok.fallback,
         k=k,
-        params={"max_tree_depth": max_tree_depth, "max_cached_requests": max_cached_requests,
-                "max_spec_factor": max_spec_factor, "min_token_prob": min_token_prob,
-                "concurrency": concurrency, "max_model_len": max_model_len, "eos_token_id": eos},  # fmt: skip
+        params={
+            "max_tree_depth": max_tree_depth, "max_cached_requests": max_cached_requests,
+            "max_spec_factor": max_spec_factor, "min_token_prob": min_token_prob,
+            "concurrency": concurrency, "max_model_len": max_model_len, "eos_token_id": eos,
+        },
         mean_acceptance_length=fig["mean_acceptance_length"],
         tokens_per_step=fig["tokens_per_step"],
         acceptance_rate=fig["acceptance_rate"],
@@ -288,7 +337,7 @@ def estimate_kbar(
         ci=cis,
         ci_level=ci_level,
         requests=counts.n,
-        records=read.records,
+        records=records,
         skipped=skipped,
         tokens=totals["output_tokens"],
         prompt_tokens=totals["prompt_tokens"],

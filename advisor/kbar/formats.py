@@ -31,14 +31,14 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Union
+from typing import IO, Any
 
 from advisor.errors import UsageError
 
 FORMATS = ("prompt_response", "openai_chat", "sharegpt", "vllm_custom")
 
 Message = dict[str, str]
-Prompt = Union[str, list[Message]]
+Prompt = str | list[Message]
 
 _CHUNK = 1 << 20
 _RESPONSE_KEYS = ("response", "completion", "output", "generated_text", "answer", "canonical_solution")

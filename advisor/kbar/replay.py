@@ -20,14 +20,21 @@ One simulated engine step, for every request in flight, in batch (admission) ord
 
 Counting follows vLLM's metrics: a step whose draft is empty is not a draft (scheduler.py:2113,
 2969: ``if not num_draft_tokens: return``); accepted = emitted - 1 (scheduler.py:2118); per-position
-counts as ``SpecDecodingStats.observe_draft`` (metrics.py:41-48). The recorded response carries no
-EOS token, so a draft that covers the rest of a response earns no bonus token at the end (Arctic's
-own simulator, ``suffix_decoding/simulator.py``, does the same).
+counts as ``SpecDecodingStats.observe_draft`` (metrics.py:41-48). Nothing is generated past the
+recorded response (``estimate_kbar`` ends it with the EOS token), so a draft that covers the rest
+of it earns no bonus token (Arctic's own ``suffix_decoding/simulator.py`` does the same).
+
+Draft length: ``SuffixTree::speculate`` (suffix_tree.cc:593-621) caps a draft at
+``max_spec_factor * match_len`` and the tree depth bounds match plus draft ("The tree depth limits
+the sum of the prefix match and speculation lengths", speculative.py:506-507): at the defaults a
+draft never exceeds 12 tokens, whatever K.
+
+Checked against vLLM 0.32 itself: ``scripts/xval_kbar_vllm.py`` (identical draft counts).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -94,7 +101,7 @@ class RequestStats:
 
 
 class _Live:
-    __slots__ = ("rid", "seq", "plen", "end", "pos", "draft", "stats", "acc_hist", "draft_hist")
+    __slots__ = ("acc_hist", "draft", "draft_hist", "end", "plen", "pos", "rid", "seq", "stats")
 
     def __init__(self, rid: int, prompt: Sequence[int], response: Sequence[int], k: int) -> None:
         self.rid = rid
@@ -127,42 +134,6 @@ def _at_least(hist: list[int]) -> list[int]:
     return out
 
 
-def _direct_ops(cache: Any) -> tuple[Callable[..., None], Callable[..., list[int]]] | None:
-    """``add_active_response`` and ``speculate`` of arctic-inference 0.3.0, minus the wrapper's overhead.
-
-    The same native calls on the same trees in the same order as cache.py:180-215 (local tree,
-    then the global tree while the request is still cached there) and cache.py:235-310 (local and
-    global draft, the local one wins ties), without the per-call type checks and the dataclass
-    copy of each draft: about 1.5x faster replay. Used only for the exact wrapper version it was
-    read from; any other version goes through the public methods. Tests check both paths agree.
-    """
-    import importlib.metadata as md
-
-    try:
-        if md.version("arctic-inference") != "0.3.0":
-            return None
-        from arctic_inference.suffix_decoding._C import SuffixTree
-
-        local, glob, cached = cache._local_trees, cache._global_tree, cache._req_to_seq_id
-    except (ImportError, AttributeError, md.PackageNotFoundError):
-        return None
-    extend, spec = SuffixTree.extend_ndarray, SuffixTree.speculate_ndarray
-
-    def add(rid: int, tokens: np.ndarray) -> None:
-        extend(local[rid], 0, tokens)
-        sid = cached.get(rid)
-        if sid is not None:
-            extend(glob, sid, tokens)
-
-    def speculate(rid: int, pattern: np.ndarray, max_spec_tokens: int, max_spec_factor: float,
-                  min_token_prob: float) -> list[int]:  # fmt: skip
-        d1 = spec(local[rid], pattern, max_spec_tokens, max_spec_factor, 0.0, min_token_prob, False)
-        d2 = spec(glob, pattern, max_spec_tokens, max_spec_factor, 0.0, min_token_prob, False)
-        return (d1 if d1.score >= d2.score else d2).token_ids
-
-    return add, speculate
-
-
 def new_cache(cfg: ReplayConfig) -> Any:
     """A fresh ``SuffixDecodingCache`` built as vLLM builds it (suffix_decoding.py:29-32)."""
     try:
@@ -184,14 +155,12 @@ def replay(
     requests: Iterable[tuple[Sequence[int], Sequence[int]]],
     cfg: ReplayConfig | None = None,
     cache: Any = None,
-    direct: bool | None = None,
 ) -> Iterator[RequestStats]:
     """Replay ``(prompt_ids, response_ids)`` pairs in order; yield each request's stats as it finishes.
 
     ``requests`` is pulled lazily, one item whenever a slot frees up, so a caller can stop feeding
     (early stop) and the requests in flight still finish. Requests with an empty response are
     skipped (vLLM never runs those). ``cache`` defaults to a new ``SuffixDecodingCache``.
-    ``direct``: use the wrapper-free native calls (None: when the installed version allows).
     """
     cfg = cfg or ReplayConfig()
     cache = cache if cache is not None else new_cache(cfg)
@@ -201,19 +170,7 @@ def replay(
     live: list[_Live] = []
     next_rid = 0
     exhausted = False
-    start, stop = cache.start_request, cache.stop_request
-    ops = _direct_ops(cache) if direct is not False else None
-    if direct and ops is None:
-        raise DependencyError("direct replay needs arctic-inference 0.3.0")
-    if ops is not None:
-        add, speculate = ops
-    else:
-        add = cache.add_active_response
-
-        def speculate(rid: int, pattern: np.ndarray, max_spec_tokens: int, max_spec_factor: float,
-                      min_token_prob: float) -> list[int]:  # fmt: skip
-            return cache.speculate(rid, pattern, max_spec_tokens=max_spec_tokens, max_spec_factor=max_spec_factor,
-                                   min_token_prob=min_token_prob).token_ids  # fmt: skip
+    start, stop, add, spec = cache.start_request, cache.stop_request, cache.add_active_response, cache.speculate
     while True:
         while not exhausted and len(live) < cfg.concurrency:
             item = next(source, None)
@@ -265,7 +222,8 @@ def replay(
                 continue
             # Pattern = the last max_tree_depth tokens of prompt + output (suffix_decoding.py:76-88).
             pattern = r.seq[max(0, num_tokens - depth) : num_tokens]
-            r.draft = speculate(r.rid, pattern, spec_tokens, factor, min_prob)
+            r.draft = spec(r.rid, pattern, max_spec_tokens=spec_tokens, max_spec_factor=factor,
+                           min_token_prob=min_prob).token_ids  # fmt: skip
         if done:
             for r in done:
                 stop(r.rid)  # suffix_decoding.py:93-96 (the global tree keeps the response)

@@ -6,8 +6,8 @@ Resolution of ``spec``:
   the target model's tokenizer: results carry ``fallback=True`` and the label says so.
 - a ``tokenizer.json`` file: loaded with ``tokenizers``;
 - a directory: ``AutoTokenizer.from_pretrained(dir, local_files_only=True)``;
-- anything else is a Hugging Face id: ``AutoTokenizer.from_pretrained(id, local_files_only=offline)``,
-  from the HF cache (``settings.hf_cache_dir`` or huggingface_hub's default).
+- anything else is a Hugging Face id: ``AutoTokenizer.from_pretrained(id)`` from the HF cache
+  (``settings.hf_cache_dir`` or huggingface_hub's default) first, then the hub unless ``offline``.
 A tokenizer that cannot be loaded raises ``DependencyError`` naming the fix, unless the caller
 allows the fallback (then the fallback is used and ``note`` says why).
 """
@@ -139,8 +139,8 @@ def _fallback(note: str | None = None) -> KbarTokenizer:
     raw = Tokenizer.from_file(str(path))
     return KbarTokenizer(
         name="builtin:deepseek",
-        label=f"builtin:deepseek (DeepSeek-V3 tokenizer.json from the litellm package) - FALLBACK, "
-        f"not the target model's tokenizer: K̄ is approximate",
+        label="builtin:deepseek (DeepSeek-V3 tokenizer.json from the litellm package) - FALLBACK, "
+        "not the target model's tokenizer: K̄ is approximate",
         fallback=True,
         _raw=raw,
         note=note,
@@ -173,7 +173,7 @@ def load_tokenizer(
 
         try:
             raw = Tokenizer.from_file(str(path))
-        except Exception as exc:  # tokenizers raises plain Exception subclasses for bad files
+        except Exception as exc:  # noqa: BLE001 - tokenizers raises bare Exception for bad files; re-raised as ours
             raise DependencyError(f"cannot load tokenizer file {path}: {exc}") from None
         eos = next((raw.token_to_id(t) for t in _EOS_GUESSES if raw.token_to_id(t) is not None), None)
         return KbarTokenizer(name=str(path), label=f"{path} (tokenizer.json)", fallback=False, _raw=raw, eos_id=eos)
@@ -189,7 +189,7 @@ def load_tokenizer(
             if local or offline:
                 raise
             hf = AutoTokenizer.from_pretrained(name, cache_dir=cache)
-    except Exception as exc:  # OSError, ValueError, hub errors: all mean "not loadable here"
+    except Exception as exc:  # noqa: BLE001 - OSError, ValueError, hub errors: "not loadable here", re-raised
         where = f"directory {path}" if local else f"{spec!r} ({'offline: HF cache only' if offline else 'HF cache or hub'})"
         reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         if allow_fallback and not local:
