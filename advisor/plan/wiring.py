@@ -23,7 +23,8 @@ def workload_for(corpus: str | None, concurrency: int, tokenizer: str, k: int) -
         raise UsageError(f"--corpus {corpus!r} is neither a seed corpus ({', '.join(SEED_CORPORA)}) nor a file")
     from advisor.kbar.estimate import estimate_kbar
 
-    result = estimate_kbar(path, tokenizer, k=k, until_ci=0.05)
+    # No early stop: a still-warming shared cache biases an early K̄ low (docs/kbar.md).
+    result = estimate_kbar(path, tokenizer, k=k, allow_fallback=True)
     return Workload(
         corpus=str(path), corpus_is_file=True, concurrency=concurrency,
         k_bar=result.tokens_per_step, k_bar_source=f"measured on {path.name} ({result.requests} requests, advisor kbar)",
