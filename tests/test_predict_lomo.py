@@ -81,6 +81,9 @@ def test_calibrate_cli_evaluate_json(capsys):
             assert key in out["lomo"][state]
     assert {"always_suffix", "always_vanilla", "writeup_tree"} <= set(out["baselines"])
     assert "Llama-3.1-8B-Instruct" in out["per_model"]
+    ceil = out["ceilings"]["additive_in_sample"]
+    for state in ("OFF", "ON"):  # hindsight with every model's own effect bounds what LOMO reaches
+        assert ceil[state]["geo_frac"] >= out["lomo"][state]["geo_frac"]
 
 
 def test_calibrate_cli_without_probes(tmp_path, capsys, monkeypatch):

@@ -32,6 +32,17 @@ def _print_evaluation(res: dict) -> None:
         o, n = sc["OFF"], sc["ON"]
         lines.append(f"  {name:<16} {o['geo_frac']:>8.4f} {o['min_frac']:>8.3f} {o['accuracy']:>8.3f}   "
                      f"{n['geo_frac']:>7.4f} {n['min_frac']:>7.3f} {n['accuracy']:>7.3f}")  # fmt: skip
+    ceil = res.get("ceilings") or {}
+    if ceil:
+        lines += ["", "  ceilings, fitted in hindsight on the scored rows (bounds, not policies):"]
+        for name in ("per_model_constant", "additive_in_sample"):
+            o, n = ceil[name]["OFF"], ceil[name]["ON"]
+            lines.append(f"  {name:<18} {o['geo_frac']:>6.4f} {o['min_frac']:>8.3f} {o['accuracy']:>8.3f}   "
+                         f"{n['geo_frac']:>7.4f} {n['min_frac']:>7.3f} {n['accuracy']:>7.3f}")  # fmt: skip
+        for f in ceil.get("state_flips", []):
+            why = "against the host term" if f["against_host_term"] else "host term can explain"
+            lines.append(f"  winner flips with host state: {f['model']} {f['corpus']} "
+                         f"OFF {f['gain_OFF']:.2f}x / ON {f['gain_ON']:.2f}x ({why})")  # fmt: skip
     lines += ["", "  per held-out model (geo fraction OFF / ON):"]
     for label, entry in res["per_model"].items():
         off = entry.get("OFF", {}).get("geo_frac")

@@ -111,6 +111,9 @@ def evaluate(profile_of: ProfileFn, *, observations: list[Observation] | None = 
                 entry[state] = score(rows).model_dump()
         entry["rows"] = [r.model_dump(exclude={"model", "label"}) for r in results if r.model == m]
         out["per_model"][label] = entry
+    from advisor.predict.ceilings import ceilings
+
+    out["ceilings"] = ceilings(scored)
     out["method"] = ("leave-one-model-out over the seed's models: fit on the others (priors re-derived), "
                      "choose suffix when P(win) > 0.5; frac = chosen / best of suffix and vanilla at the same host state")  # fmt: skip
     return out
