@@ -111,21 +111,37 @@ def _from_hf_cache(model: str, cache_dir: Path | None) -> ResolvedConfig | None:
     return None
 
 
-def _from_hub(model: str, cache_dir: Path | None) -> ResolvedConfig:
-    from huggingface_hub import hf_hub_download
+HUB_TIMEOUT_S = 5.0
+"""Seconds the single metadata request to the hub may take before the hub counts as unreachable."""
+
+
+def _hub_error(model: str, exc: Exception) -> ModelNotFoundError:
     from huggingface_hub.utils import HfHubHTTPError
 
-    try:
-        local = hf_hub_download(model, "config.json", cache_dir=str(cache_dir) if cache_dir else None)
-    except HfHubHTTPError as exc:
-        status = getattr(getattr(exc, "response", None), "status_code", None)
+    if isinstance(exc, HfHubHTTPError) and getattr(exc, "response", None) is not None:
+        status = exc.response.status_code
         hint = " (gated or private: run `hf auth login`)" if status in (401, 403) else ""
-        raise ModelNotFoundError(f"{model}: the hub answered {status or 'an error'}{hint}") from None
-    except OSError as exc:  # connection errors, offline mode
-        raise ModelNotFoundError(
-            f"{model}: not bundled, not in the HF cache, and the hub is unreachable ({type(exc).__name__}); "
-            "pass a local model directory or config.json, or go online"
-        ) from None
+        hint = hint or (" (no such model, or no config.json in it)" if status == 404 else "")
+        return ModelNotFoundError(f"{model}: the hub answered {status}{hint}")
+    return ModelNotFoundError(
+        f"{model}: not bundled, not in the HF cache, and the hub is unreachable ({type(exc).__name__}); "
+        "pass a local model directory or config.json, or go online"
+    )
+
+
+def _from_hub(model: str, cache_dir: Path | None) -> ResolvedConfig:
+    """Download config.json. One HEAD request first, without retries: hf_hub_download alone retries
+    a dead network with back-off for ~25 s (huggingface_hub/file_download.py, ``retry_on_errors=True``
+    when nothing is cached), which a sub-second CLI must not do."""
+    from huggingface_hub import get_hf_file_metadata, hf_hub_download, hf_hub_url
+
+    try:
+        get_hf_file_metadata(hf_hub_url(model, "config.json"), timeout=HUB_TIMEOUT_S)
+        local = hf_hub_download(model, "config.json", cache_dir=str(cache_dir) if cache_dir else None)
+    except Exception as exc:  # noqa: BLE001 - every hub failure becomes one clean message
+        if isinstance(exc, (OSError, ValueError)) or type(exc).__module__.startswith(("huggingface_hub", "httpx", "requests")):
+            raise _hub_error(model, exc) from None
+        raise
     return ResolvedConfig(id=model, config=_read_json(Path(local)), origin="hub", path=Path(local))
 
 
