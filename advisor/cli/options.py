@@ -16,3 +16,11 @@ CONCURRENCY = typer.Option(32, "--concurrency", min=1, help="Requests in flight.
 MAX_MODEL_LEN = typer.Option(None, "--max-model-len", min=16, help="Longest prompt+output (default 16384, capped at the model's context).")
 K = typer.Option(None, "--k", min=1, max=64, help="num_speculative_tokens when suffix is chosen (default from rules: 32).")
 GMU = typer.Option(None, "--gmu", min=0.05, max=0.99, help="gpu_memory_utilization (default from rules: 0.85).")
+PROBE = typer.Option(
+    False, "--probe",
+    help="When the prediction is unsure, run the probe campaign it proposes (real vLLM on this host, a few minutes), then recommend again from the recalibrated predictor.",
+    rich_help_panel="Probing",
+)  # fmt: skip
+PROBE_DURATION = typer.Option(120.0, "--probe-duration", min=1, help="Seconds of load per probed configuration.", rich_help_panel="Probing")
+PROBE_REQUESTS = typer.Option(None, "--probe-requests", min=1, help="At most this many requests per probed configuration.", rich_help_panel="Probing")
+SERVER_CMD = typer.Option("vllm serve", "--server-cmd", help="Program that starts vLLM for --probe.", rich_help_panel="Probing")

@@ -10,6 +10,29 @@ from advisor.cli.app import app
 from advisor.cli.common import JsonOpt, emit_json, settings
 
 
+def run_spec(spec, *, quiet: bool):
+    """Run one campaign into the store, progress on stderr; returns (CampaignResult, store path).
+    Ctrl-C keeps every finished configuration (each is committed as it ends) and says how to resume."""
+    from advisor.probe.campaign import run_campaign
+    from advisor.store import open_store
+
+    s = settings()
+    show_progress = not quiet and sys.stderr.isatty()
+
+    def say(line: str) -> None:
+        print(line, file=sys.stderr, flush=True)
+
+    probed = []
+    with open_store(s) as store:
+        try:
+            result = run_campaign(spec, s, store, say=say, show_progress=show_progress, on_record=probed.append)
+        except KeyboardInterrupt:
+            say(f"interrupted: {len(probed)} configuration(s) probed in this run are kept in {store.path}; "
+                "rerun the same command to resume")  # fmt: skip
+            raise
+    return result, store.path
+
+
 @app.command("probe")
 def probe_cmd(
     model: str = typer.Argument(..., metavar="MODEL", help="Model id or directory, passed to vLLM as is."),
@@ -45,10 +68,9 @@ def probe_cmd(
 
     from advisor.errors import UsageError
     from advisor.plan.decision import Decision
-    from advisor.probe.campaign import CampaignSpec, run_campaign, summary_line
+    from advisor.probe.campaign import CampaignSpec, summary_line
     from advisor.probe.configs import parse_configs
     from advisor.probe.load import LoadSpec
-    from advisor.store import open_store
 
     if api not in ("auto", "chat", "completions"):
         raise UsageError(f"--api must be auto, chat or completions, not {api!r}")
@@ -73,30 +95,17 @@ def probe_cmd(
         model=model, corpus=corpus, configs=parse_configs(configs), load=load, base=base, server_cmd=server_cmd,
         extra_args=extra, api=api, campaign=campaign, boot_timeout_s=boot_timeout, retry_failed=retry_failed,
     )  # fmt: skip
-    s = settings()
-    show_progress = not json_out and sys.stderr.isatty()
-
-    def say(line: str) -> None:
-        print(line, file=sys.stderr, flush=True)
-
-    probed = []
-    with open_store(s) as store:
-        try:
-            result = run_campaign(spec, s, store, say=say, show_progress=show_progress, on_record=probed.append)
-        except KeyboardInterrupt:
-            say(f"interrupted: {len(probed)} configuration(s) probed in this run are kept in {store.path}; "
-                "rerun the same command to resume")  # fmt: skip
-            raise
+    result, store = run_spec(spec, quiet=json_out)
     if json_out:
         emit_json({
             "campaign_id": result.campaign_id,
-            "store": str(store.path),
+            "store": str(store),
             "probed": [r.config for r in result.probed],
             "skipped": [r.config for r in result.skipped],
             "records": [r.model_dump(mode="json", exclude={"host"}) for r in result.records],
         })  # fmt: skip
         return
     vanilla = next((r.throughput_tok_s for r in result.records if r.config == "vanilla" and r.outcome == "ok"), None)
-    print(f"campaign {result.campaign_id} ({len(result.probed)} probed, {len(result.skipped)} already done), store {store.path}")
+    print(f"campaign {result.campaign_id} ({len(result.probed)} probed, {len(result.skipped)} already done), store {store}")
     for rec in result.records:
         print(f"  {summary_line(rec, vanilla)}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import typer
@@ -54,6 +55,10 @@ def _print(rec) -> None:
     if rec.prediction:
         p = rec.prediction
         rows.append(("predicted gain", f"x{p['gain']:.2f} [{p['gain_low']:.2f}, {p['gain_high']:.2f}], P(win)={p['p_win']:.2f}, K̄={p['k_bar']:.2f}, R={p['r']:.2f}"))
+        if p.get("measured"):
+            ms = p["measured"]
+            kb = f", K̄={ms['k_bar']:.2f}" if ms.get("k_bar") else ""
+            rows.append(("measured on this host", f"x{ms['gain']:.2f}{kb} ({ms['runs']} probe run(s))"))
     if rec.memory:
         m = rec.memory
         rows.append(("memory", f"{'boots' if m['boots'] else 'DOES NOT BOOT'}: {m['kv_cache_tokens']:,} KV tokens, {m['max_concurrency_at_max_len']:.1f} requests at max_model_len"))
@@ -67,6 +72,14 @@ def _print(rec) -> None:
     for f in rec.rules_fired:
         if f["severity"] != "info" or f["set"].get("speculation"):
             print(f"  - [{f['id']}] {f['rationale']}")
+    if rec.probe_plan:
+        plan = rec.probe_plan
+        print(f"\nUnsure: {plan['reason']}.")
+        print("  Settle it on this host (real vLLM, a few minutes), then recommend again:")
+        print(f"    {plan['command']}")
+        print("  or run this command again with --probe.")
+        if plan.get("corpus_note"):
+            print(f"  note: {plan['corpus_note']}")
     if rec.warnings:
         print("\nWarnings:")
         for w in rec.warnings:
@@ -78,14 +91,52 @@ def recommend_cmd(
     model: str = model_arg(),
     gpu: str = o.GPU, gpus: int = o.GPUS, tp: int = o.TP, corpus: str = o.CORPUS, tokenizer: str = o.TOKENIZER,
     concurrency: int = o.CONCURRENCY, max_model_len: int = o.MAX_MODEL_LEN, k: int = o.K, gmu: float = o.GMU,
+    probe: bool = o.PROBE, probe_duration: float = o.PROBE_DURATION, probe_requests: int = o.PROBE_REQUESTS,
+    server_cmd: str = o.SERVER_CMD,
     json_out: bool = JsonOpt,
 ) -> None:  # fmt: skip
-    """Recommend the fastest vLLM configuration for MODEL on this (or the given) GPU host, with reasons."""
-    rec = build_recommendation(model, gpu, gpus, tp, corpus, tokenizer, concurrency, max_model_len, k, gmu)
+    """Recommend the fastest vLLM configuration for MODEL on this (or the given) GPU host, with reasons.
+
+    Where the prediction is unsure the output names the probe campaign that settles it; --probe runs
+    it here and recommends again from the recalibrated predictor."""
+    args = (model, gpu, gpus, tp, corpus, tokenizer, concurrency, max_model_len, k, gmu)
+    rec = build_recommendation(*args)
+    probed = None
+    if probe and rec.probe_plan:
+        probed = _run_plan(rec.probe_plan, probe_duration, probe_requests, server_cmd, quiet=json_out)
+        rec = build_recommendation(*args)
+    elif probe:
+        print("--probe: the recommendation is settled; nothing to probe", file=sys.stderr)
     if json_out:
-        emit_json(rec.model_dump(mode="json"))
+        out = rec.model_dump(mode="json")
+        if probed is not None:
+            out["probed"] = probed
+        emit_json(out)
     else:
+        if probed is not None:
+            print(f"probed: campaign {probed['campaign_id']} ({', '.join(probed['summary'])}); recommending again\n")
         _print(rec)
+
+
+def _run_plan(plan: dict, duration: float, requests: int | None, server_cmd: str, *, quiet: bool) -> dict:
+    """Run the recommendation's probe plan (real vLLM) into the probe store."""
+    from advisor.cli.probe import run_spec
+    from advisor.plan.decision import Decision
+    from advisor.probe.campaign import CampaignSpec
+    from advisor.probe.configs import parse_configs
+    from advisor.probe.load import LoadSpec
+
+    base = Decision(tensor_parallel_size=plan["tensor_parallel_size"], gpu_memory_utilization=plan["gpu_memory_utilization"],
+                    max_model_len=plan["max_model_len"])  # fmt: skip
+    load = LoadSpec(concurrency=plan["concurrency"], duration_s=duration, max_requests=requests)
+    spec = CampaignSpec(model=plan["model"], corpus=plan["corpus"], configs=parse_configs(plan["configs"]), load=load,
+                        base=base, server_cmd=server_cmd)  # fmt: skip
+    if not quiet:
+        print(f"unsure ({plan['reason']}): probing {plan['configs']} on {plan['corpus']}", file=sys.stderr)
+    result, store = run_spec(spec, quiet=quiet)
+    summary = [f"{r.config} {r.outcome}" + (f" {r.throughput_tok_s:.0f} tok/s" if r.throughput_tok_s else "") for r in result.records]
+    return {"campaign_id": result.campaign_id, "store": str(store), "summary": summary,
+            "records": [r.model_dump(mode="json", exclude={"host"}) for r in result.records]}  # fmt: skip
 
 
 @app.command("render")

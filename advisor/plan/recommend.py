@@ -32,13 +32,17 @@ class Recommendation(BaseModel):
     """[{id, rationale, severity, source, set}] in the order applied."""
     warnings: list[str]
     prediction: dict | None = None
-    """{gain, gain_low, gain_high, p_win, k_bar, r, …} from the K > R predictor."""
+    """{gain, gain_low, gain_high, p_win, k_bar, r, …} from the K > R predictor, and ``measured``
+    ({gain, k_bar, runs, campaigns} or None): what probes on this host found for this exact model,
+    traffic and K."""
     memory: dict | None = None
     """Boot feasibility of the chosen decision (kv_cache_tokens, boots, …)."""
     trace: list[str] = Field(default_factory=list)
     """How the speculation choice was reached, step by step."""
     host_dsa_queues: str | None = None
     """Host DSA work-queue state the evidence was measured at: enabled / disabled / either."""
+    probe_plan: dict | None = None
+    """When the prediction is unsure: the ``advisor probe`` campaign that settles it (advisor.plan.probe_plan)."""
 
 
 def corpus_kind(workload: Workload) -> str:
@@ -84,6 +88,15 @@ def _speculate(outcome: RulesOutcome, prediction: dict | None, trace: list[str])
     if policy == "forbidden":
         trace.append(f"rule {rule} forbids suffix decoding; the prediction does not override it")
         return False
+    measured = prediction.get("measured") if prediction else None
+    if measured:
+        on = measured["gain"] > 1.0
+        trace.append(
+            f"rule {rule} sets {policy}; probes on this host measured suffix at {measured['gain']:.2f}x vanilla "
+            f"({measured['runs']} run(s), campaign {', '.join(measured['campaigns'])}): suffix {'on' if on else 'off'} "
+            f"(the measurement outranks the prediction, P(win)={p_win:.2f})"
+        )
+        return on
     if p_win is None:
         on = policy == "default_on"
         trace.append(f"rule {rule} sets {policy}; no prediction available, so suffix is {'on' if on else 'off'}")
@@ -175,6 +188,12 @@ def recommend(
         warnings += plan_warnings
     if prediction and prediction.get("explanation") and decision.speculative_method is None and on:
         trace.append("suffix dropped by the memory planner")
+    from advisor.plan.probe_plan import probe_plan
+
+    plan = probe_plan(profile.id, decision, workload, prediction, policy=outcome.speculation, k=k,
+                      low=FLIP_OFF_BELOW, high=FLIP_ON_ABOVE)  # fmt: skip
+    if plan is not None:
+        trace.append(f"unsure: {plan.reason}; `advisor recommend --probe` (or the probe command below) settles it on this host")
     return Recommendation(
         model=profile.inspect_json(),
         host=host,
@@ -186,4 +205,5 @@ def recommend(
         memory=memory,
         trace=trace,
         host_dsa_queues=fields.get("host_dsa_queues"),
+        probe_plan=plan.model_dump() if plan else None,
     )

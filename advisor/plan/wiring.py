@@ -59,7 +59,43 @@ def predictor(profile: ModelProfile, host: HostContext, workload: Workload, k: i
 
     state = None if host.dsa_enabled is None else ("ON" if host.dsa_enabled else "OFF")
     pred = predict(profile, get_gpu(host.gpu), valid_tp(profile, host.gpus), workload, host_state=state, k=k, cache_dir=cache_dir, records=records)
-    return pred.model_dump(mode="json") if pred is not None else None
+    if pred is None:
+        return None
+    out = pred.model_dump(mode="json")
+    out["measured"] = measured_gain(records or [], profile.id, workload, k, host.gpu)
+    return out
+
+
+def _same_corpus(a: str | None, b: str | None) -> bool:
+    if a is None or b is None:
+        return False
+    if a == b:
+        return True
+    pa, pb = Path(a).expanduser(), Path(b).expanduser()
+    return pa.is_file() and pb.is_file() and pa.resolve() == pb.resolve()
+
+
+def measured_gain(records, model_id: str, workload: Workload, k: int, gpu: str) -> dict | None:
+    """What probes on this host measured for exactly this model, traffic and K (vanilla and
+    suffix:K of one campaign, both ok), or None. A measurement on the user's host outranks the
+    prediction (advisor.plan.recommend._speculate)."""
+    from advisor.predict.dataset import probe_observations
+
+    hits = [o for o in probe_observations(records)
+            if o.model == model_id and o.k == k and _same_corpus(o.corpus, workload.corpus)
+            and (o.gpu or gpu).upper() == gpu.upper()]  # fmt: skip
+    if not hits:
+        return None
+    import math
+
+    gain = math.exp(sum(math.log(o.gain) for o in hits) / len(hits))
+    kbars = [o.k_bar for o in hits if o.k_bar]
+    return {
+        "gain": round(gain, 4),
+        "k_bar": round(sum(kbars) / len(kbars), 4) if kbars else None,
+        "runs": len(hits),
+        "campaigns": sorted({o.source.split(":", 1)[1] for o in hits}),
+    }
 
 
 def planner(profile: ModelProfile, host: HostContext, decision: Decision):

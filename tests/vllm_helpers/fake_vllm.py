@@ -15,7 +15,9 @@ Behaviour is picked by the model name (so a campaign can mix good and broken con
 - ``dies``: the process exits (status 3) on its third completion request, mid-load;
 - anything else: a working server.
 Environment: FAKE_BOOT_S (delay before /health is 200, default 0.2), FAKE_TOKEN_S (time per token,
-default 0.002), FAKE_TOKENS (tokens per response when max_tokens is larger, default 16).
+default 0.002), FAKE_TOKENS (tokens per response when max_tokens is larger, default 16),
+FAKE_SPEC_STEP_COST (cost R of a speculative step that emits two tokens, in plain-token times;
+default 2: suffix no faster than vanilla; 1.25: suffix ≈ 1.6x faster).
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ def main() -> int:
     boot_s = float(os.environ.get("FAKE_BOOT_S", "0.2"))
     token_s = float(os.environ.get("FAKE_TOKEN_S", "0.002"))
     tokens_per_reply = int(os.environ.get("FAKE_TOKENS", "16"))
+    step_cost = float(os.environ.get("FAKE_SPEC_STEP_COST", "2"))
     print(f"fake vLLM {kind} on {args.host}:{args.port} spec={spec}", flush=True)
     if kind == "broken" or args.gpu_memory_utilization < 0.2:
         time.sleep(0.3)
@@ -132,7 +135,7 @@ def main() -> int:
             step = 2 if k else 1  # with speculation, two tokens per chunk (one accepted draft token)
             sent = 0
             while sent < n:
-                time.sleep(token_s * step)
+                time.sleep(token_s * (step_cost if k else 1))
                 m = min(step, n - sent)
                 piece = "ab"[:m]
                 choice = {"delta": {"content": piece}} if chat else {"text": piece}

@@ -1,0 +1,91 @@
+"""What to probe when the prediction is unsure (pure: returns the plan, runs nothing).
+
+A recommendation is "unsure" where the rules leave the speculation choice to the prediction and
+P(suffix wins) lies inside the band in which the prediction is not trusted to flip a rule's default
+(``FLIP_OFF_BELOW`` … ``FLIP_ON_ABOVE``). The plan is the one campaign that settles it: vanilla and
+suffix at the recommended K, on the user's traffic where known, with the recommended server
+settings. ``advisor recommend --probe`` runs it and recommends again from the recalibrated
+predictor; without ``--probe`` the command is printed for the user to run.
+"""
+
+from __future__ import annotations
+
+import shlex
+
+from pydantic import BaseModel, ConfigDict
+
+from advisor.plan.decision import Decision
+from advisor.plan.workload import Workload
+
+PROBE_CORPORA = ("humaneval", "sharegpt")
+"""Corpora the probe harness ships (advisor/probe/corpus.py BUILTIN)."""
+DEFAULT_PROBE_CORPUS = "humaneval"
+
+
+class ProbePlan(BaseModel):
+    """One probe campaign that would settle an unsure recommendation."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    reason: str
+    model: str
+    corpus: str
+    """A prompt file or a built-in probe corpus."""
+    corpus_note: str | None = None
+    """Set when the probe cannot run on the user's own traffic."""
+    configs: str
+    """``--configs`` value: vanilla and suffix at the recommended K."""
+    tensor_parallel_size: int
+    gpu_memory_utilization: float
+    max_model_len: int
+    concurrency: int
+    argv: list[str]
+    """``advisor probe …`` as an argument vector."""
+    command: str
+    """The same, shell-quoted for copy and paste."""
+
+
+def probe_plan(
+    model_id: str,
+    decision: Decision,
+    workload: Workload,
+    prediction: dict | None,
+    *,
+    policy: str,
+    k: int,
+    low: float,
+    high: float,
+) -> ProbePlan | None:
+    """The plan, or None when the recommendation is settled: the rules decide, this host already
+    measured it, or P(win) is outside [low, high]."""
+    if prediction is None or policy in ("required", "forbidden") or prediction.get("measured"):
+        return None
+    p_win = prediction.get("p_win")
+    if p_win is None or not (low <= p_win <= high):
+        return None
+    note = None
+    if workload.corpus_is_file and workload.corpus:
+        corpus = workload.corpus
+    elif workload.corpus in PROBE_CORPORA:
+        corpus = workload.corpus
+    else:
+        corpus = DEFAULT_PROBE_CORPUS
+        what = f"corpus {workload.corpus!r}" if workload.corpus else "no corpus"
+        note = (f"{what} given and no probe corpus of that name ships: probing on {corpus}; "
+                "pass --corpus FILE with prompts of your own traffic to probe on it instead")  # fmt: skip
+    configs = f"vanilla,suffix:{k}"
+    gmu = decision.gpu_memory_utilization
+    argv = [
+        "advisor", "probe", model_id, "--corpus", corpus, "--configs", configs,
+        "--tp", str(decision.tensor_parallel_size), "--gpu-memory-utilization", f"{gmu:g}",
+        "--max-model-len", str(decision.max_model_len), "--concurrency", str(workload.concurrency),
+    ]  # fmt: skip
+    if decision.max_num_seqs:
+        argv += ["--max-num-seqs", str(decision.max_num_seqs)]
+    return ProbePlan(
+        reason=f"P(win)={p_win:.2f} is inside [{low:.2f}, {high:.2f}], where the prediction does not decide on its own",
+        model=model_id, corpus=corpus, corpus_note=note, configs=configs,
+        tensor_parallel_size=decision.tensor_parallel_size, gpu_memory_utilization=gmu,
+        max_model_len=decision.max_model_len, concurrency=workload.concurrency,
+        argv=argv, command=" ".join(shlex.quote(a) for a in argv),
+    )  # fmt: skip

@@ -1,0 +1,91 @@
+"""Unsure recommendations: the probe plan they print, and ``recommend --probe`` closing the loop
+against the stand-in vLLM server (tests/vllm_helpers/fake_vllm.py) and a real SQLite probe store."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+from pathlib import Path
+
+import pytest
+
+from advisor.cli.app import main
+from advisor.plan.decision import Decision
+from advisor.plan.probe_plan import probe_plan
+from advisor.plan.workload import Workload
+
+FAKE = Path(__file__).resolve().parent / "vllm_helpers" / "fake_vllm.py"
+UNSURE = "deepseek-ai/DeepSeek-R1-Distill-Qwen-32B"  # sharegpt: P(win) ≈ 0.57 from the seed alone
+
+
+def plan_for(p_win: float, *, policy: str = "default_on", measured=None, workload=None, model="acme/m"):
+    pred = {"p_win": p_win, "measured": measured}
+    return probe_plan(model, Decision(tensor_parallel_size=4, gpu_memory_utilization=0.85), workload or Workload(corpus="sharegpt"),
+                      pred, policy=policy, k=16, low=0.3, high=0.7)  # fmt: skip
+
+
+def test_plan_only_inside_the_unsure_band_and_where_rules_leave_room():
+    assert plan_for(0.5) is not None
+    assert plan_for(0.29) is None and plan_for(0.71) is None
+    assert plan_for(0.5, policy="forbidden") is None and plan_for(0.5, policy="required") is None
+    assert plan_for(0.5, measured={"gain": 1.2}) is None
+
+
+def test_plan_command_is_quoted_and_uses_the_traffic():
+    plan = plan_for(0.5, model="acme/$(touch pwned)'x")
+    assert shlex.split(plan.command) == plan.argv
+    assert plan.argv[:3] == ["advisor", "probe", "acme/$(touch pwned)'x"]
+    args = dict(zip(plan.argv[3::2], plan.argv[4::2]))
+    assert args == {"--corpus": "sharegpt", "--configs": "vanilla,suffix:16", "--tp": "4", "--gpu-memory-utilization": "0.85",
+                    "--max-model-len": "16384", "--concurrency": "32"}  # fmt: skip
+    other = plan_for(0.5, workload=Workload(corpus="wildchat"))
+    assert other.corpus == "humaneval" and "wildchat" in other.corpus_note
+
+
+@pytest.fixture()
+def data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("FAKE_TOKEN_S", "0.005")
+    monkeypatch.setenv("FAKE_TOKENS", "64")  # long enough replies that HTTP overheads do not blur the ratio
+    monkeypatch.setenv("FAKE_SPEC_STEP_COST", "1.25")  # K̄ = 2 > R = 1.25: suffix ≈ 1.6x on this "host"
+    return tmp_path / "data"
+
+
+def recommend_json(capsys, data: Path, *extra: str) -> dict:
+    assert main(["--data-dir", str(data), "recommend", UNSURE, "--corpus", "sharegpt", *extra, "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_printed_plan_runs_and_its_measurement_then_decides(data: Path, capsys) -> None:
+    before = recommend_json(capsys, data)
+    plan = before["probe_plan"]
+    assert plan and 0.3 <= before["prediction"]["p_win"] <= 0.7 and before["prediction"]["measured"] is None
+    # the printed command, as a user would paste it, is accepted by `advisor probe`
+    argv = shlex.split(plan["command"])[1:]
+    rc = main(["--data-dir", str(data), *argv, "--requests", "6", "--server-cmd", f"{sys.executable} {FAKE}", "--json"])
+    probed = json.loads(capsys.readouterr().out)
+    assert rc == 0 and [r["outcome"] for r in probed["records"]] == ["ok", "ok"]
+    after = recommend_json(capsys, data)
+    measured = after["prediction"]["measured"]
+    # the stand-in accepts one draft token per step: suffix is measurably faster than vanilla
+    assert measured["runs"] == 1 and measured["gain"] > 1.1 and measured["k_bar"] == pytest.approx(2.0)
+    assert measured["campaigns"] == [probed["campaign_id"]]
+    assert after["probe_plan"] is None
+    assert after["decision"]["speculative_method"] == "suffix"
+    assert any("measurement outranks the prediction" in t for t in after["trace"])
+
+
+def test_recommend_probe_runs_the_plan_and_recommends_again(data: Path, capsys) -> None:
+    out = recommend_json(capsys, data, "--probe", "--probe-requests", "6", "--server-cmd", f"{sys.executable} {FAKE}")
+    assert [r["config"] for r in out["probed"]["records"]] == ["vanilla", "suffix:32"]
+    assert (data / "probes.sqlite").exists() or list(data.glob("*.sqlite"))
+    assert out["prediction"]["measured"]["gain"] > 1.1 and out["probe_plan"] is None
+    # settled now: --probe again runs nothing
+    again = recommend_json(capsys, data, "--probe", "--server-cmd", "/nonexistent/vllm")
+    assert "probed" not in again and again["prediction"]["measured"]["runs"] == 1
+
+
+def test_plain_output_shows_the_plan(data: Path, capsys) -> None:
+    assert main(["--data-dir", str(data), "recommend", UNSURE, "--corpus", "sharegpt"]) == 0
+    out = capsys.readouterr().out
+    assert "Unsure: P(win)=" in out and f"advisor probe {UNSURE} --corpus sharegpt" in out and "--probe" in out
