@@ -158,7 +158,7 @@ def test_shellcheck_clean(tmp_path, case):
     assert proc.returncode == 0, proc.stdout
 
 
-def _preflight(tmp_path, gpus: int | None):
+def _preflight(tmp_path, gpus: int | None, **extra_env: str):
     out = tmp_path / "out"
     write_files(out, render_files("m/x", CASES["llama70b-suffix"][1], host_dsa_queues="disabled"))
     bindir = _fake_bin(tmp_path)
@@ -166,7 +166,7 @@ def _preflight(tmp_path, gpus: int | None):
         smi = bindir / "nvidia-smi"
         smi.write_text("#!/bin/sh\n" + "".join(f"echo 'GPU {i}: NVIDIA B200 (UUID: GPU-{i})'\n" for i in range(gpus)))
         smi.chmod(0o755)
-    env = {"PATH": f"{bindir}:/usr/bin:/bin", "FAKE_OUT": str(tmp_path / "r.json"), "HOME": str(tmp_path)}
+    env = {"PATH": f"{bindir}:/usr/bin:/bin", "FAKE_OUT": str(tmp_path / "r.json"), "HOME": str(tmp_path), **extra_env}
     return subprocess.run(["bash", str(out / "launch.sh")], env=env, capture_output=True, text=True, timeout=30)
 
 
@@ -177,7 +177,19 @@ def test_preflight_fails_clearly_without_gpus(tmp_path):
 
 def test_preflight_fails_when_too_few_gpus(tmp_path):
     proc = _preflight(tmp_path, 2)
-    assert proc.returncode == 1 and "need 8 GPU(s)" in proc.stderr and "found 2" in proc.stderr
+    assert proc.returncode == 1 and "need 8 GPU(s)" in proc.stderr and "2 on this host" in proc.stderr
+
+
+@pytest.mark.parametrize(("visible", "count"), [("0,1,2,3", 4), ("", 0)])
+def test_preflight_counts_only_visible_gpus(tmp_path, visible, count):
+    proc = _preflight(tmp_path, 8, CUDA_VISIBLE_DEVICES=visible)
+    assert proc.returncode == 1 and f"need 8 GPU(s) for tensor_parallel_size, {count} visible" in proc.stderr
+    assert not (tmp_path / "r.json").exists()
+
+
+def test_preflight_passes_with_enough_visible_gpus(tmp_path):
+    proc = _preflight(tmp_path, 8, CUDA_VISIBLE_DEVICES="0,1,2,3,4,5,6,7")
+    assert proc.returncode == 0, proc.stderr
 
 
 def test_preflight_passes_and_reports_dsa(tmp_path):

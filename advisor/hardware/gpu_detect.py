@@ -130,6 +130,37 @@ def parse_cuda_version(text: str) -> str | None:
     return match.group(1) if match else None
 
 
+def visible_gpus(gpus: list[GpuInfo], cuda_visible_devices: str | None) -> tuple[list[GpuInfo], str | None]:
+    """The GPUs a process started with this ``CUDA_VISIBLE_DEVICES`` sees, and a note when it restricts them.
+
+    CUDA's rules (CUDA C Programming Guide, "CUDA Environment Variables"): unset → all; a
+    comma-separated list of indices or ``GPU-…``/``MIG-…`` UUIDs, in that order; the list ends at
+    the first entry that names no device; an empty value hides every GPU. Indices here are the
+    driver's (nvidia-smi's ``index``), which match CUDA's order with ``CUDA_DEVICE_ORDER=PCI_BUS_ID``
+    (the ordering vLLM's docs recommend). UUIDs are not resolved: the count is taken as given.
+    """
+    if cuda_visible_devices is None:
+        return gpus, None
+    value = cuda_visible_devices.strip()
+    by_index = {g.index: g for g in gpus}
+    chosen: list[GpuInfo] = []
+    for token in (t.strip() for t in value.split(",")) if value else ():
+        if token.upper().startswith(("GPU-", "MIG-")):
+            if not gpus:
+                break
+            chosen.append(gpus[min(len(chosen), len(gpus) - 1)])  # same model assumed; count is what matters
+            continue
+        try:
+            idx = int(token)
+        except ValueError:
+            break
+        if idx not in by_index or by_index[idx] in chosen:
+            break
+        chosen.append(by_index[idx])
+    note = f"CUDA_VISIBLE_DEVICES={cuda_visible_devices!r}: {len(chosen)} of {len(gpus)} GPUs visible"
+    return chosen, note
+
+
 # --- detection ---------------------------------------------------------------------------------
 
 

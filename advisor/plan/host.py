@@ -33,7 +33,18 @@ def resolve_host(settings, gpu: str | None, gpus: int | None) -> HostContext:
     if gpu is None or gpus is None:
         from advisor.hardware.gpu_detect import detect_gpus, gpu_name_for_specs
 
+        import os
+
+        from advisor.hardware.gpu_detect import visible_gpus
+
         found = detect_gpus()
+        visible, note = visible_gpus(found.gpus, os.environ.get("CUDA_VISIBLE_DEVICES"))
+        if note and found.gpus:
+            notes.append(note)
+        found = found.model_copy(update={"gpus": visible})
+        if len({g.name for g in found.gpus}) > 1:
+            notes.append(f"mixed GPU models ({', '.join(sorted({g.name for g in found.gpus}))}); sizing for the first, "
+                         "restrict with CUDA_VISIBLE_DEVICES or pass --gpu/--gpus")  # fmt: skip
         if found.gpus:
             detected_name = gpu_name_for_specs(found.gpus[0].name)
             if gpu is None and detected_name is None:

@@ -16,8 +16,17 @@ preflight() {
     fi
     local have
     have="$(nvidia-smi --list-gpus 2>/dev/null | grep -c '^GPU' || true)"
+    local where="on this host"
+    if [ -n "${CUDA_VISIBLE_DEVICES+set}" ]; then
+        local -a devs=()
+        IFS=',' read -r -a devs <<< "${CUDA_VISIBLE_DEVICES}"
+        if [ "${#devs[@]}" -lt "${have}" ]; then
+            have="${#devs[@]}"
+        fi
+        where="visible (CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES})"
+    fi
     if [ "${have}" -lt "${REQUIRED_GPUS}" ]; then
-        echo "preflight: need ${REQUIRED_GPUS} GPU(s) for tensor_parallel_size, found ${have}" >&2
+        echo "preflight: need ${REQUIRED_GPUS} GPU(s) for tensor_parallel_size, ${have} ${where}" >&2
         return 1
     fi
     if ! command -v "${VLLM_BIN}" >/dev/null 2>&1; then
