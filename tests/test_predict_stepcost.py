@@ -82,3 +82,13 @@ def test_large_verification_batches_lose_cuda_graphs(llama70):
     assert mech.spec_step_graph_mode(600, "uniform_batch", k=32) == "none"
     big = r_ratio(llama70, get_gpu("B200"), 8, concurrency=32, draft_tokens=20, context=2000)
     assert big.spec.graph_mode == "none" and big.plain.graph_mode == "full"
+
+
+def test_mla_prefill_path_uses_the_profiles_head_dims():
+    from advisor.predict.stepcost import mla_prefill_path
+
+    r1 = load_profile("deepseek-ai/DeepSeek-R1")
+    wide = r1.model_copy(update={"mla": r1.mla.model_copy(update={"qk_nope_head_dim": 256, "v_head_dim": 256})})
+    base_bytes, base_flops = mla_prefill_path(r1, 16, 4096, 4, 8)
+    wide_bytes, wide_flops = mla_prefill_path(wide, 16, 4096, 4, 8)
+    assert wide_flops > 1.5 * base_flops and wide_bytes > 1.5 * base_bytes

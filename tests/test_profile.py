@@ -128,3 +128,15 @@ def test_user_catalog_dir_wins(tmp_path, monkeypatch):
     (d / "config.json").write_text(json.dumps(cfg))
     monkeypatch.setenv("ADVISOR_CATALOG_DIRS", str(tmp_path / "cat"))
     assert load_profile("meta-llama/Llama-3.1-8B").num_layers == 16
+
+
+def test_mla_dims_come_from_the_config():
+    from advisor.model.load import load_profile
+    from advisor.settings import load_settings
+
+    r1 = load_profile("deepseek-ai/DeepSeek-R1", load_settings())
+    assert r1.attention == "mla"
+    assert r1.mla.model_dump() == {"q_lora_rank": 1536, "kv_lora_rank": 512, "qk_nope_head_dim": 128,
+                                   "qk_rope_head_dim": 64, "v_head_dim": 128}  # fmt: skip
+    assert r1.kv_bytes_per_token == 2 * r1.num_layers * (512 + 64)  # latent + rope key, 16 bit
+    assert load_profile("meta-llama/Llama-3.1-8B-Instruct", load_settings()).mla is None

@@ -7,7 +7,7 @@ import re
 from advisor.errors import ConfigError
 from advisor.model.arch import normalise
 from advisor.model.params import count, kv_bytes_per_token
-from advisor.model.schema import ModelProfile, QuantInfo
+from advisor.model.schema import MlaDims, ModelProfile, QuantInfo
 
 _DTYPES = {"bfloat16": ("bf16", 2), "float16": ("fp16", 2), "half": ("fp16", 2), "float32": ("fp32", 4), "float": ("fp32", 4)}
 _FP8_METHODS = {"fp8", "fbgemm_fp8", "modelopt", "ptpc_fp8"}
@@ -111,6 +111,8 @@ def build_profile(model_id: str, raw: dict, *, source: str, card: dict | None = 
         num_kv_heads=1 if a.mla else kv,
         head_dim=a.head_dim,
         attention=attention,
+        mla=MlaDims(q_lora_rank=a.q_lora_rank, kv_lora_rank=a.kv_lora_rank, qk_nope_head_dim=a.qk_nope_head_dim,
+                    qk_rope_head_dim=a.qk_rope_head_dim, v_head_dim=a.v_head_dim) if a.mla else None,  # fmt: skip
         experts=a.experts,
         experts_per_token=a.top_k,
         shared_experts=a.shared_experts,

@@ -33,6 +33,23 @@ class QuantInfo(BaseModel):
     """``dynamic`` or ``static`` where the config says."""
 
 
+class MlaDims(BaseModel):
+    """Multi-head latent attention widths (DeepSeek-V2/V3 style), from config.json."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    q_lora_rank: int | None = None
+    """Rank of the query down-projection (None: queries are projected directly)."""
+    kv_lora_rank: int = Field(ge=1)
+    """Width of the compressed KV latent that the cache stores per token and layer."""
+    qk_nope_head_dim: int = Field(ge=0)
+    """Per-head query/key width without rotary position (up-projected from the latent)."""
+    qk_rope_head_dim: int = Field(ge=0)
+    """Per-head query/key width with rotary position (the rope key is cached beside the latent)."""
+    v_head_dim: int = Field(ge=1)
+    """Per-head value width (up-projected from the latent)."""
+
+
 class ModelProfile(BaseModel):
     """Everything the rules, the memory planner and the predictor need about one model."""
 
@@ -59,6 +76,8 @@ class ModelProfile(BaseModel):
     """KV heads (== attention heads for MHA; 1 latent for MLA)."""
     head_dim: int
     attention: Literal["mha", "gqa", "mqa", "mla"]
+    mla: MlaDims | None = None
+    """MLA widths when ``attention == "mla"``."""
     experts: int = 0
     """Routed experts per MoE layer (0 for dense)."""
     experts_per_token: int = 0

@@ -38,7 +38,14 @@ DRAFT_CPU_S_PER_SEQ = 20e-6
 LOGIT_BYTES = 4
 """fp32 logits, written by the LM head and read by the (rejection) sampler."""
 MLA_DEFAULT_DIMS = {"qk_nope": 128, "qk_rope": 64, "v_head": 128}
-"""DeepSeek-V2/V3 MLA head dims; ModelProfile carries only the latent width (kv_bytes_per_token)."""
+"""DeepSeek-V2/V3 MLA head dims, used only for a profile without ``mla`` (built before it existed)."""
+
+
+def mla_dims(p: ModelProfile) -> dict[str, float]:
+    """qk_nope / qk_rope / v_head widths of the profile's MLA (config.json), else the DeepSeek-V3 defaults."""
+    if p.mla is None:
+        return dict(MLA_DEFAULT_DIMS)
+    return {"qk_nope": p.mla.qk_nope_head_dim, "qk_rope": p.mla.qk_rope_head_dim, "v_head": p.mla.v_head_dim}
 
 
 class StepShape(BaseModel):
@@ -139,7 +146,7 @@ def attention_flops(p: ModelProfile, tokens: float, context: float, tp: int) -> 
     heads = p.num_attention_heads / tp
     layers = p.num_layers - p.linear_attention_layers
     if p.attention == "mla":  # absorbed MQA: QK over latent+rope, PV over the latent
-        per_pos = 2.0 * heads * (2 * mla_latent(p) - MLA_DEFAULT_DIMS["qk_rope"])
+        per_pos = 2.0 * heads * (2 * mla_latent(p) - mla_dims(p)["qk_rope"])
     else:
         per_pos = 4.0 * heads * p.head_dim
     return tokens * context * per_pos * layers
@@ -154,7 +161,7 @@ def mla_prefill_path(p: ModelProfile, seqs_on_path: float, context: float, q: fl
     """
     if seqs_on_path <= 0 or p.attention != "mla":
         return 0.0, 0.0
-    d = MLA_DEFAULT_DIMS
+    d = mla_dims(p)
     heads = p.num_attention_heads / tp
     lat = mla_latent(p) - d["qk_rope"]
     expand_w = heads * (d["qk_nope"] + d["v_head"])
