@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import sqlite3
 import subprocess
 import sys
 import time
@@ -17,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from advisor.cli.app import main
+from tests.vllm_helpers.procs import pids_where, stored_configs
 
 ROOT = Path(__file__).resolve().parents[1]
 FAKE = ROOT / "tests" / "vllm_helpers" / "fake_vllm.py"
@@ -121,28 +121,15 @@ def test_usage_errors(env: Path, capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def _records(db: Path) -> list[str]:
-    if not db.exists():
-        return []
-    conn = sqlite3.connect(db)
-    try:
-        return [r[0] for r in conn.execute("SELECT config FROM probes ORDER BY id")]
-    except sqlite3.OperationalError:
-        return []
-    finally:
-        conn.close()
+    return stored_configs(db)
 
 
 def _fake_servers(marker: str) -> list[int]:
-    pids = []
-    for proc in Path("/proc").iterdir():
-        if proc.name.isdigit():
-            try:
-                cmd = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()
-            except OSError:
-                continue
-            if "fake_vllm.py" in cmd and marker in cmd:
-                pids.append(int(proc.name))
-    return pids
+    def is_fake(proc: Path) -> bool:
+        cmd = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        return "fake_vllm.py" in cmd and marker in cmd
+
+    return pids_where(is_fake)
 
 
 def test_ctrl_c_keeps_finished_records_and_rerun_resumes(env: Path) -> None:

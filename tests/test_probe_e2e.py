@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import sqlite3
 import subprocess
 import sys
 import time
@@ -20,6 +19,8 @@ import uuid
 from pathlib import Path
 
 import pytest
+
+from tests.vllm_helpers.procs import pids_where, stored_configs
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(900)]
 
@@ -40,29 +41,13 @@ def tiny_model() -> Path:
 
 
 def _records(db: Path) -> list[str]:
-    if not db.exists():
-        return []
-    conn = sqlite3.connect(db)
-    try:
-        return [r[0] for r in conn.execute("SELECT config FROM probes ORDER BY id")]
-    except sqlite3.OperationalError:
-        return []
-    finally:
-        conn.close()
+    return stored_configs(db)
 
 
 def _marked_processes(marker: str) -> list[int]:
     """Processes that carry ``marker`` in their environment (vLLM and its engine children inherit it)."""
-    found = []
     needle = f"ADVISOR_E2E_MARKER={marker}".encode()
-    for proc in Path("/proc").iterdir():
-        if proc.name.isdigit():
-            try:
-                if needle in (proc / "environ").read_bytes().split(b"\0"):
-                    found.append(int(proc.name))
-            except OSError:
-                continue
-    return found
+    return pids_where(lambda proc: needle in (proc / "environ").read_bytes().split(b"\0"))
 
 
 def _stop(proc: subprocess.Popen) -> None:
