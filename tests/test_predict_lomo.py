@@ -32,10 +32,10 @@ def test_baselines_reproduce_the_reference_figures(result):
 
 
 def test_lomo_scores(result):
-    # Measured: OFF 0.9733, ON 0.9755 (docs/predictor.md). The target (0.99 / 0.985, no row
+    # Measured: OFF 0.9869, ON 0.9755 (docs/predictor.md). The target (0.99 / 0.985, no row
     # below 0.90) is not reached without leakage; this guards against regressions.
     lomo = result["lomo"]
-    assert lomo["OFF"]["geo_frac"] >= 0.97
+    assert lomo["OFF"]["geo_frac"] >= 0.985
     assert lomo["ON"]["geo_frac"] >= 0.97
     assert lomo["OFF"]["geo_frac"] > result["baselines"]["always_suffix"]["OFF"]["geo_frac"]
     assert lomo["ON"]["geo_frac"] > result["baselines"]["writeup_tree"]["ON"]["geo_frac"] - 0.005

@@ -19,11 +19,25 @@ from advisor.hardware.gpus import GpuSpec
 from advisor.model.schema import ModelProfile
 from advisor.predict import mechanisms as mech
 
-# Assumptions (not measured on the seed host; the calibrated model absorbs their error).
-MEM_EFFICIENCY = 0.80
-"""Share of peak HBM bandwidth a decode GEMV/attention kernel reaches."""
-FLOP_EFFICIENCY = 0.60
-"""Share of dense tensor-core peak a GEMM with a few hundred rows reaches."""
+# Measured on an H200 (scripts/measure_layer_cost.py → calibration/layer_cost/h200_ctx2048.json,
+# fitted by scripts/compare_layer_cost.py: the four GEMMs of one TP-8 layer share of Llama-3.1-8B,
+# Qwen2.5-32B and Llama-3.1-70B at 32 sequences × 1…33 tokens, CUDA-graph replay; rms log error
+# 0.04, against 0.59 for the assumed 0.80 / 0.60 / no floor it replaced).
+WEIGHT_MEM_EFFICIENCY = 1.00
+"""Share of peak HBM bandwidth a GEMM streaming its weights reaches, once its fixed latency is paid."""
+FLOP_EFFICIENCY = 0.64
+"""Share of dense tensor-core peak a GEMM with hundreds to a thousand rows reaches."""
+GEMM_FLOOR_S = 8e-6
+"""Fixed latency of one GEMM kernel (prologue, tail, wave quantisation), paid by plain and
+verification steps alike: four per dense layer (QKV, O, gate/up, down) and one for the LM head."""
+# Assumptions (not measured; the calibrated model absorbs their error).
+KV_MEM_EFFICIENCY = 0.80
+"""Share of peak HBM bandwidth vLLM's decode attention kernels reach reading the KV cache
+(torch's SDPA, which the script times, is not vLLM's kernel, so this stays assumed)."""
+GEMMS_PER_LAYER = 4
+"""GEMM kernels per dense layer (measured layout); MoE layers add ``MOE_EXTRA_GEMMS``."""
+MOE_EXTRA_GEMMS = 3
+"""Router GEMM and the grouped gate/up and down GEMMs of an MoE block (assumed)."""
 STEP_FIXED_S = 0.8e-3
 """Host cost of one engine step (scheduling, input preparation, sampling, output processing)."""
 LAYER_LAUNCH_S = {"full": 1e-6, "piecewise": 20e-6, "none": 60e-6}
@@ -194,6 +208,12 @@ def launch_time(p: ModelProfile, mode: str) -> float:
     return per * ((p.num_layers - moe) + MOE_LAYER_LAUNCH_FACTOR * moe)
 
 
+def gemm_floor(p: ModelProfile) -> float:
+    """Fixed GEMM latency of one step: every GEMM kernel of every layer, plus the LM head."""
+    moe = p.moe_layers if p.arch == "moe" else 0
+    return GEMM_FLOOR_S * (GEMMS_PER_LAYER * p.num_layers + MOE_EXTRA_GEMMS * moe + 1)
+
+
 def step_cost(p: ModelProfile, gpu: GpuSpec, tp: int, s: StepShape) -> StepCost:
     """Cost of one step on one GPU of the TP group."""
     tokens = s.seqs * s.tokens_per_seq
@@ -211,14 +231,14 @@ def step_cost(p: ModelProfile, gpu: GpuSpec, tp: int, s: StepShape) -> StepCost:
         _, support_q = mech.mla_backend(gpu.name)
         share = mech.mla_prefill_fraction(support_q, s.draft_share)
         pf_bytes, pf_flops = mla_prefill_path(p, s.seqs * share, s.context, s.tokens_per_seq, tp)
-    bw = gpu.bandwidth_tbs * 1e12 * MEM_EFFICIENCY
+    bw = gpu.bandwidth_tbs * 1e12
     peak = peak_flops(p, gpu) * FLOP_EFFICIENCY
     attn_peak = gpu.bf16_tflops * 1e12 * FLOP_EFFICIENCY
-    t_mem = (wb + kvb + logits) / bw
+    t_mem = wb / (bw * WEIGHT_MEM_EFFICIENCY) + (kvb + logits) / (bw * KV_MEM_EFFICIENCY)
     t_cmp = fl / peak
-    t_base = max(t_mem, t_cmp)
+    t_base = max(t_mem, t_cmp) + gemm_floor(p)
     # The prefill-path expansion is its own kernels (gather, kv_b_proj GEMM, MHA): a roofline of its own.
-    t_pf = max(pf_bytes / bw, pf_flops / attn_peak) if pf_bytes else 0.0
+    t_pf = max(pf_bytes / (bw * KV_MEM_EFFICIENCY), pf_flops / attn_peak) if pf_bytes else 0.0
     t_ar = allreduce_time(p, gpu, tokens, tp)
     t_launch = launch_time(p, mode)
     t_draft = DRAFT_CPU_S_PER_SEQ * s.seqs if s.spec else 0.0
@@ -253,7 +273,8 @@ _PHYSICS_FIELDS = (
 
 
 def _profile_key(p: ModelProfile) -> tuple:
-    return tuple(getattr(p, f) for f in _PHYSICS_FIELDS)
+    mla = tuple(p.mla.model_dump().values()) if p.mla else None
+    return (*(getattr(p, f) for f in _PHYSICS_FIELDS), mla)
 
 
 def r_ratio(

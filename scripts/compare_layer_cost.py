@@ -1,0 +1,92 @@
+#!/usr/bin/env python3
+"""Set the GPU timings of scripts/measure_layer_cost.py beside the step-cost model and fit its constants.
+
+    python scripts/compare_layer_cost.py calibration/layer_cost/h200_ctx2048.json [--json]
+
+For the four GEMMs of one layer share (QKV, O, gate/up, down; the timings' ``t_gemms_s``) the model
+says ``max(bytes / (bandwidth · e_mem), flops / (peak · e_flop)) + kernels · floor``. This prints, per
+model and tokens per sequence, the measured time, the time under the constants in
+advisor/predict/stepcost.py, and under the (e_mem, e_flop, floor) that fit the timings best (least
+squares on log time, grid search); and the GEMM part of R (time at T / time at T = 1), measured
+and modelled. Attention is reported but not fitted: torch's SDPA is not vLLM's decode kernel.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+
+GEMM_KERNELS = 4
+"""QKV, O, gate/up and down projections: four GEMM launches per layer (SiLU·mul rides along)."""
+
+
+def gemm_bytes_flops(shape: dict, tokens: int) -> tuple[float, float]:
+    h, nh, nkv, d, inter = shape["hidden"], shape["heads"], shape["kv_heads"], shape["head_dim"], shape["intermediate"]
+    params = h * (nh + 2 * nkv) * d + nh * d * h + h * 2 * inter + inter * h
+    acts = tokens * (h * 4 + (nh + 2 * nkv) * d + nh * d + 3 * inter) * 2  # inputs and outputs, bf16
+    return params * 2 + acts, 2.0 * params * tokens
+
+
+def model_time(nbytes: float, flops: float, bw: float, peak: float, e_mem: float, e_flop: float, floor: float) -> float:
+    return max(nbytes / (bw * e_mem), flops / (peak * e_flop)) + GEMM_KERNELS * floor
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("timings", help="JSON written by scripts/measure_layer_cost.py")
+    ap.add_argument("--gpu", default="H200", help="Spec-table GPU the timings were taken on (default H200).")
+    ap.add_argument("--json", action="store_true", help="Print one JSON object.")
+    args = ap.parse_args()
+    from advisor.hardware.gpus import get_gpu
+    from advisor.predict import stepcost as sc
+
+    data = json.load(open(args.timings))
+    gpu = get_gpu(args.gpu)
+    bw, peak = gpu.bandwidth_tbs * 1e12, gpu.bf16_tflops * 1e12
+    shapes = {s["model"]: s for s in data["shapes"]}
+    pts = []
+    for r in data["rows"]:
+        nbytes, flops = gemm_bytes_flops(shapes[r["model"]], r["seqs"] * r["tokens_per_seq"])
+        pts.append((r, nbytes, flops, r["t_gemms_s"]))
+
+    def loss(e_mem: float, e_flop: float, floor: float) -> float:
+        return sum(math.log(model_time(b, f, bw, peak, e_mem, e_flop, floor) / t) ** 2 for _, b, f, t in pts)
+
+    grid = [(em / 100, ef / 100, fl * 1e-6) for em in range(30, 101, 2) for ef in range(30, 101, 2) for fl in range(0, 21)]
+    best = min(grid, key=lambda g: loss(*g))
+    current = (sc.WEIGHT_MEM_EFFICIENCY, sc.FLOP_EFFICIENCY, sc.GEMM_FLOOR_S)
+    rows = []
+    base: dict[str, tuple[float, float, float]] = {}
+    for r, b, f, t in pts:
+        m_cur = model_time(b, f, bw, peak, *current)
+        m_fit = model_time(b, f, bw, peak, *best)
+        if r["tokens_per_seq"] == 1:
+            base[r["model"]] = (t, m_cur, m_fit)
+        t1, c1, f1 = base[r["model"]]
+        rows.append({"model": r["model"], "tokens_per_seq": r["tokens_per_seq"], "measured_us": round(t * 1e6, 1),
+                     "model_current_us": round(m_cur * 1e6, 1), "model_fitted_us": round(m_fit * 1e6, 1),
+                     "r_measured": round(t / t1, 3), "r_current": round(m_cur / c1, 3), "r_fitted": round(m_fit / f1, 3),
+                     "attention_us": round(r["t_attention_s"] * 1e6, 1), "layer_us": round(r["t_layer_s"] * 1e6, 1)})  # fmt: skip
+    rms = lambda g: math.sqrt(loss(*g) / len(pts))  # noqa: E731
+    out = {"timings": args.timings, "device": data["device"], "gpu_spec": gpu.name,
+           "current": {"e_mem": current[0], "e_flop": current[1], "kernel_floor_us": round(current[2] * 1e6, 1), "rms_log_error": round(rms(current), 3)},
+           "fitted": {"e_mem": best[0], "e_flop": best[1], "kernel_floor_us": round(best[2] * 1e6, 1), "rms_log_error": round(rms(best), 3)},
+           "rows": rows}  # fmt: skip
+    if args.json:
+        print(json.dumps(out, indent=1))
+        return 0
+    print(f"{data['device']}: {len(pts)} GEMM timings, {args.timings}")
+    for name in ("current", "fitted"):
+        c = out[name]
+        print(f"  {name:<8} e_mem {c['e_mem']:.2f}  e_flop {c['e_flop']:.2f}  floor {c['kernel_floor_us']:.1f} us/GEMM  rms log error {c['rms_log_error']:.3f}")
+    print(f"\n  {'model':<34} {'T':>3} {'measured':>9} {'current':>8} {'fitted':>8}   {'R meas':>6} {'R cur':>6} {'R fit':>6}")
+    for r in rows:
+        print(f"  {r['model']:<34} {r['tokens_per_seq']:>3} {r['measured_us']:>9.1f} {r['model_current_us']:>8.1f} {r['model_fitted_us']:>8.1f}"
+              f"   {r['r_measured']:>6.2f} {r['r_current']:>6.2f} {r['r_fitted']:>6.2f}")  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
