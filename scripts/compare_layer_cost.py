@@ -33,6 +33,28 @@ def model_time(nbytes: float, flops: float, bw: float, peak: float, e_mem: float
     return max(nbytes / (bw * e_mem), flops / (peak * e_flop)) + GEMM_KERNELS * floor
 
 
+def extra_kinds(data: dict, bw: float, fp8_peak: float) -> dict:
+    """FP8 GEMM FLOP efficiency (rows of ≥ 288 tokens, floor removed) and, for MoE blocks, experts
+    touched against E·(1−(1−k/E)^t) and the grouped GEMMs' effective bandwidth."""
+    from advisor.predict import stepcost as sc
+
+    shapes = {s["model"]: s for s in data["shapes"]}
+    out: dict = {"fp8": [], "moe": []}
+    for r in data.get("fp8_rows", []):
+        b, f = gemm_bytes_flops(shapes[r["model"]], r["seqs"] * r["tokens_per_seq"])
+        t = r["t_gemms_s"] - GEMM_KERNELS * sc.GEMM_FLOOR_S
+        out["fp8"].append({"model": r["model"], "tokens_per_seq": r["tokens_per_seq"], "measured_us": round(r["t_gemms_s"] * 1e6, 1),
+                           "flop_efficiency": round(f / t / fp8_peak, 3) if r["tokens_per_seq"] >= 9 else None})  # fmt: skip
+    for r in data.get("moe_rows", []):
+        s = shapes[r["model"]]
+        per = (s["hidden"] * 3 * s["expert_intermediate"]) * 2
+        formula = sc.experts_touched(s["experts"], s["top_k"], r["seqs"] * r["tokens_per_seq"])
+        out["moe"].append({"model": r["model"], "tokens_per_seq": r["tokens_per_seq"], "measured_us": round(r["t_moe_s"] * 1e6, 1),
+                           "experts_touched": r["experts_touched"], "experts_formula": round(formula, 1),
+                           "bandwidth_share": round(r["experts_touched"] * per / r["t_moe_s"] / bw, 3)})  # fmt: skip
+    return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("timings", help="JSON written by scripts/measure_layer_cost.py")
@@ -42,11 +64,15 @@ def main() -> int:
     from advisor.hardware.gpus import get_gpu
     from advisor.predict import stepcost as sc
 
-    data = json.load(open(args.timings))
+    with open(args.timings) as fh:
+        data = json.load(fh)
     gpu = get_gpu(args.gpu)
     bw, peak = gpu.bandwidth_tbs * 1e12, gpu.bf16_tflops * 1e12
     shapes = {s["model"]: s for s in data["shapes"]}
     pts = []
+    if not data["rows"]:
+        print(json.dumps(extra_kinds(data, bw, (gpu.fp8_tflops or gpu.bf16_tflops) * 1e12), indent=1))
+        return 0
     for r in data["rows"]:
         nbytes, flops = gemm_bytes_flops(shapes[r["model"]], r["seqs"] * r["tokens_per_seq"])
         pts.append((r, nbytes, flops, r["t_gemms_s"]))
@@ -73,7 +99,7 @@ def main() -> int:
     out = {"timings": args.timings, "device": data["device"], "gpu_spec": gpu.name,
            "current": {"e_mem": current[0], "e_flop": current[1], "kernel_floor_us": round(current[2] * 1e6, 1), "rms_log_error": round(rms(current), 3)},
            "fitted": {"e_mem": best[0], "e_flop": best[1], "kernel_floor_us": round(best[2] * 1e6, 1), "rms_log_error": round(rms(best), 3)},
-           "rows": rows}  # fmt: skip
+           "rows": rows, **extra_kinds(data, bw, (gpu.fp8_tflops or gpu.bf16_tflops) * 1e12)}  # fmt: skip
     if args.json:
         print(json.dumps(out, indent=1))
         return 0
@@ -82,6 +108,12 @@ def main() -> int:
         c = out[name]
         print(f"  {name:<8} e_mem {c['e_mem']:.2f}  e_flop {c['e_flop']:.2f}  floor {c['kernel_floor_us']:.1f} us/GEMM  rms log error {c['rms_log_error']:.3f}")
     print(f"\n  {'model':<34} {'T':>3} {'measured':>9} {'current':>8} {'fitted':>8}   {'R meas':>6} {'R cur':>6} {'R fit':>6}")
+    for r in out["fp8"]:
+        eff = f"FLOP efficiency {r['flop_efficiency']:.2f}" if r["flop_efficiency"] else ""
+        print(f"  fp8 {r['model']:<40} T={r['tokens_per_seq']:>2} {r['measured_us']:>8.1f} us {eff}")
+    for r in out["moe"]:
+        print(f"  moe {r['model']:<40} T={r['tokens_per_seq']:>2} {r['measured_us']:>8.1f} us  experts {r['experts_touched']:>3} "
+              f"(formula {r['experts_formula']:>5.1f})  bandwidth share {r['bandwidth_share']:.2f}")
     for r in rows:
         print(f"  {r['model']:<34} {r['tokens_per_seq']:>3} {r['measured_us']:>9.1f} {r['model_current_us']:>8.1f} {r['model_fitted_us']:>8.1f}"
               f"   {r['r_measured']:>6.2f} {r['r_current']:>6.2f} {r['r_fitted']:>6.2f}")  # fmt: skip

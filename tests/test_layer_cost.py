@@ -59,3 +59,14 @@ def test_floor_lowers_r_for_small_models_most():
         step = sc.step_cost(p, gpu, 8, sc.StepShape(seqs=32, tokens_per_seq=1, context=2048))
         rs[model] = sc.gemm_floor(p) / step.total
     assert rs["meta-llama/Llama-3.1-8B-Instruct"] > rs["meta-llama/Llama-3.1-70B-Instruct"] > 0.1
+
+
+def test_fp8_efficiency_and_experts_touched_match_the_moe_fp8_timings():
+    cmp = _compare()
+    data = json.loads((ROOT / "calibration" / "layer_cost" / "h200_moe_fp8.json").read_text())
+    gpu = get_gpu("H200")
+    extra = cmp.extra_kinds(data, gpu.bandwidth_tbs * 1e12, gpu.fp8_tflops * 1e12)
+    effs = [r["flop_efficiency"] for r in extra["fp8"] if r["flop_efficiency"]]
+    assert effs and abs(sorted(effs)[len(effs) // 2] - sc.FP8_FLOP_EFFICIENCY) < 0.03
+    for r in extra["moe"]:  # E·(1−(1−k/E)^t) against uniform random top-k routing
+        assert r["experts_formula"] == pytest.approx(r["experts_touched"], rel=0.08), r

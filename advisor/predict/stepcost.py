@@ -30,14 +30,28 @@ FLOP_EFFICIENCY = 0.64
 GEMM_FLOOR_S = 8e-6
 """Fixed latency of one GEMM kernel (prologue, tail, wave quantisation), paid by plain and
 verification steps alike: four per dense layer (QKV, O, gate/up, down) and one for the LM head."""
+FP8_FLOP_EFFICIENCY = 0.56
+"""Share of FP8 tensor-core peak an FP8 GEMM reaches (torch._scaled_mm, per-tensor scales: the four
+GEMMs of a Llama-3.1-405B TP-8 layer share at 160–1056 rows, calibration/layer_cost/h200_moe_fp8.json)."""
+# MoE blocks: timed with torch._grouped_mm on DeepSeek-V3, Qwen3-30B-A3B and Mixtral TP-8 expert
+# shares (calibration/layer_cost/h200_moe_fp8.json), which fit 0.66 of peak bandwidth + 48 µs per
+# block + 0.3 µs per touched expert. That is not the kernel vLLM runs (fused_moe's Triton kernel;
+# block-FP8 for DeepSeek-R1), so those figures are not used; the measurement does confirm
+# experts_touched() (152 of 256 DeepSeek-V3 experts touched by 32 tokens, formula 163).
+MOE_MEM_EFFICIENCY = WEIGHT_MEM_EFFICIENCY
+"""Share of peak HBM bandwidth the expert GEMMs reach (assumed equal to dense GEMMs)."""
+MOE_EXPERT_S = 0.0
+"""Extra time per touched expert per MoE layer (assumed nil)."""
+MOE_BLOCK_FLOOR_S = 3 * GEMM_FLOOR_S
+"""Fixed time of one MoE block: router, gate/up and down kernels at the dense GEMM floor (assumed)."""
 # Assumptions (not measured; the calibrated model absorbs their error).
 KV_MEM_EFFICIENCY = 0.80
 """Share of peak HBM bandwidth vLLM's decode attention kernels reach reading the KV cache
 (torch's SDPA, which the script times, is not vLLM's kernel, so this stays assumed)."""
-GEMMS_PER_LAYER = 4
-"""GEMM kernels per dense layer (measured layout); MoE layers add ``MOE_EXTRA_GEMMS``."""
-MOE_EXTRA_GEMMS = 3
-"""Router GEMM and the grouped gate/up and down GEMMs of an MoE block (assumed)."""
+ATTN_PROJ_GEMMS = {"mla": 5}
+"""GEMM kernels of the attention projections per layer: 2 (fused QKV, O) unless listed. MLA decode:
+fused_qkv_a_proj, q_b_proj, the W_UK_T and W_UV batched GEMMs around the latent attention kernel
+(vllm/v1/attention/backends/mla/common.py, "data-movement friendly" decode path), o_proj."""
 STEP_FIXED_S = 0.8e-3
 """Host cost of one engine step (scheduling, input preparation, sampling, output processing)."""
 LAYER_LAUNCH_S = {"full": 1e-6, "piecewise": 20e-6, "none": 60e-6}
@@ -120,6 +134,12 @@ def bytes_per_param(p: ModelProfile) -> float:
 
 def weight_bytes_read(p: ModelProfile, tokens: float, tp: int) -> float:
     """Weight bytes one GPU reads in a step of ``tokens`` tokens (input embedding is a gather: skipped)."""
+    dense, moe = weight_bytes_split(p, tokens, tp)
+    return dense + moe
+
+
+def weight_bytes_split(p: ModelProfile, tokens: float, tp: int) -> tuple[float, float]:
+    """(dense weights, routed experts touched) bytes one GPU reads in a step of ``tokens`` tokens."""
     bpp = bytes_per_param(p)
     expert_total = p.expert_params_b * 1e9 * bpp
     dense = p.weight_bytes - expert_total - p.params_embedding_b * 1e9 * bpp
@@ -127,7 +147,7 @@ def weight_bytes_read(p: ModelProfile, tokens: float, tp: int) -> float:
     if p.arch == "moe" and p.experts and p.moe_layers:
         per_expert = expert_total / (p.moe_layers * p.experts)
         moe = p.moe_layers * experts_touched(p.experts, p.experts_per_token, tokens) * per_expert
-    return (max(dense, 0.0) + moe) / tp
+    return max(dense, 0.0) / tp, moe / tp
 
 
 def kv_split(p: ModelProfile, tp: int) -> int:
@@ -185,10 +205,10 @@ def mla_prefill_path(p: ModelProfile, seqs_on_path: float, context: float, q: fl
 
 
 def peak_flops(p: ModelProfile, gpu: GpuSpec) -> float:
-    """Tensor-core peak the GEMMs run at: FP8 for FP8 checkpoints on GPUs with FP8 units, else BF16."""
+    """FLOP/s the GEMMs reach: FP8 for FP8 checkpoints on GPUs with FP8 units, else BF16 (measured shares of peak)."""
     if p.weights_dtype == "fp8" and gpu.fp8_tflops:
-        return gpu.fp8_tflops * 1e12
-    return gpu.bf16_tflops * 1e12
+        return gpu.fp8_tflops * 1e12 * FP8_FLOP_EFFICIENCY
+    return gpu.bf16_tflops * 1e12 * FLOP_EFFICIENCY
 
 
 def allreduce_time(p: ModelProfile, gpu: GpuSpec, tokens: float, tp: int) -> float:
@@ -208,10 +228,16 @@ def launch_time(p: ModelProfile, mode: str) -> float:
     return per * ((p.num_layers - moe) + MOE_LAYER_LAUNCH_FACTOR * moe)
 
 
-def gemm_floor(p: ModelProfile) -> float:
-    """Fixed GEMM latency of one step: every GEMM kernel of every layer, plus the LM head."""
+def gemm_floor(p: ModelProfile, tokens: float = 1.0) -> float:
+    """Fixed GEMM latency of one step: the attention projections and dense MLPs of every layer,
+    each MoE block (plus its touched experts and shared experts), and the LM head."""
     moe = p.moe_layers if p.arch == "moe" else 0
-    return GEMM_FLOOR_S * (GEMMS_PER_LAYER * p.num_layers + MOE_EXTRA_GEMMS * moe + 1)
+    gemms = ATTN_PROJ_GEMMS.get(p.attention, 2) * p.num_layers + 2 * (p.num_layers - moe) + 1
+    gemms += 2 * moe if p.shared_experts else 0
+    t = GEMM_FLOOR_S * gemms
+    if moe:
+        t += moe * (MOE_BLOCK_FLOOR_S + MOE_EXPERT_S * experts_touched(p.experts, p.experts_per_token, tokens))
+    return t
 
 
 def step_cost(p: ModelProfile, gpu: GpuSpec, tp: int, s: StepShape) -> StepCost:
@@ -222,7 +248,8 @@ def step_cost(p: ModelProfile, gpu: GpuSpec, tp: int, s: StepShape) -> StepCost:
         mode = mech.spec_step_graph_mode(tokens, support, k=s.k)
     else:
         mode = mech.plain_step_graph_mode(support, spec_enabled=s.spec)
-    wb = weight_bytes_read(p, tokens, tp)
+    wb_dense, wb_moe = weight_bytes_split(p, tokens, tp)
+    wb = wb_dense + wb_moe
     kvb = kv_bytes_read(p, s.seqs, s.context, tp)
     logits = tokens * p.vocab_size * LOGIT_BYTES * 2
     fl = linear_flops(p, tokens, tp) + attention_flops(p, tokens, s.context, tp)
@@ -232,11 +259,11 @@ def step_cost(p: ModelProfile, gpu: GpuSpec, tp: int, s: StepShape) -> StepCost:
         share = mech.mla_prefill_fraction(support_q, s.draft_share)
         pf_bytes, pf_flops = mla_prefill_path(p, s.seqs * share, s.context, s.tokens_per_seq, tp)
     bw = gpu.bandwidth_tbs * 1e12
-    peak = peak_flops(p, gpu) * FLOP_EFFICIENCY
+    peak = peak_flops(p, gpu)
     attn_peak = gpu.bf16_tflops * 1e12 * FLOP_EFFICIENCY
-    t_mem = wb / (bw * WEIGHT_MEM_EFFICIENCY) + (kvb + logits) / (bw * KV_MEM_EFFICIENCY)
+    t_mem = wb_dense / (bw * WEIGHT_MEM_EFFICIENCY) + wb_moe / (bw * MOE_MEM_EFFICIENCY) + (kvb + logits) / (bw * KV_MEM_EFFICIENCY)
     t_cmp = fl / peak
-    t_base = max(t_mem, t_cmp) + gemm_floor(p)
+    t_base = max(t_mem, t_cmp) + gemm_floor(p, tokens)
     # The prefill-path expansion is its own kernels (gather, kv_b_proj GEMM, MHA): a roofline of its own.
     t_pf = max(pf_bytes / (bw * KV_MEM_EFFICIENCY), pf_flops / attn_peak) if pf_bytes else 0.0
     t_ar = allreduce_time(p, gpu, tokens, tp)
