@@ -89,3 +89,10 @@ def test_plain_output_shows_the_plan(data: Path, capsys) -> None:
     assert main(["--data-dir", str(data), "recommend", UNSURE, "--corpus", "sharegpt"]) == 0
     out = capsys.readouterr().out
     assert "Unsure: P(win)=" in out and f"advisor probe {UNSURE} --corpus sharegpt" in out and "--probe" in out
+
+
+def test_probe_that_cannot_boot_leaves_a_warning(data: Path, capsys) -> None:
+    out = recommend_json(capsys, data, "--probe", "--probe-requests", "2", "--server-cmd", "/nonexistent/vllm serve")
+    assert [r["outcome"] for r in out["probed"]["records"]] == ["boot_failed", "boot_failed"]
+    assert out["prediction"]["measured"] is None and out["probe_plan"] is not None
+    assert any(w.startswith("--probe did not settle it (vanilla boot_failed") for w in out["warnings"])

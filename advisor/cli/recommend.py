@@ -105,6 +105,9 @@ def recommend_cmd(
     if probe and rec.probe_plan:
         probed = _run_plan(rec.probe_plan, probe_duration, probe_requests, server_cmd, quiet=json_out)
         rec = build_recommendation(*args)
+        if not (rec.prediction or {}).get("measured"):
+            rec.warnings.append(f"--probe did not settle it ({'; '.join(probed['summary'])}): the recommendation "
+                                f"still rests on the prediction; see the logs under {Path(probed['store']).parent / 'campaigns'}")  # fmt: skip
     elif probe:
         print("--probe: the recommendation is settled; nothing to probe", file=sys.stderr)
     if json_out:
