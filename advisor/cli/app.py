@@ -51,26 +51,57 @@ def _register() -> None:
 _register()
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Console-script entry point. Returns the exit code (also used by tests)."""
+GLOBAL_OPTIONS = ("--offline", "--online", "--catalog-dir", "--rules-dir", "--data-dir")
+"""Options of the ``advisor`` group itself (they go before the command)."""
+
+
+def _click_types() -> tuple[tuple[type, ...], tuple[type, ...], tuple[type, ...]]:
+    """(ClickException, Abort, Exit) classes of click and of typer ≥ 0.20, which vendors click as
+    ``typer._click`` and raises its own (typer._click.exceptions.ClickException, typer.Abort,
+    typer.Exit), not click's."""
     import click
 
+    errors: list[type] = [click.ClickException]
+    aborts: list[type] = [click.exceptions.Abort]
+    exits: list[type] = [click.exceptions.Exit]
+    try:
+        from typer._click.exceptions import ClickException as VendoredClickException  # type: ignore[import-not-found]
+
+        errors.append(VendoredClickException)
+    except ImportError:
+        pass
+    try:
+        from typer.exceptions import Abort as TyperAbort, Exit as TyperExit  # type: ignore[attr-defined]
+
+        aborts.append(TyperAbort)
+        exits.append(TyperExit)
+    except ImportError:
+        pass
+    return tuple(errors), tuple(aborts), tuple(exits)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Console-script entry point. Returns the exit code (also used by tests)."""
+    click_error, click_abort, click_exit = _click_types()
     args = sys.argv[1:] if argv is None else argv
     try:
         rv = app(args=args, prog_name="advisor", standalone_mode=False)
     except AdvisorError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exc.exit_code
-    except click.exceptions.Abort:
+    except click_abort:
         print("aborted", file=sys.stderr)
         return 130
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
-    except click.ClickException as exc:
+    except click_error as exc:
         exc.show()
+        name = getattr(exc, "option_name", None)
+        if name in GLOBAL_OPTIONS:
+            print(f"hint: {name} is a global option: put it before the command (advisor {name} …)", file=sys.stderr)
         return exc.exit_code
-    except click.exceptions.Exit as exc:
+    except click_exit as exc:
         return exc.exit_code
     except Exception as exc:  # noqa: BLE001 - the one place unexpected errors become a message
         import os
