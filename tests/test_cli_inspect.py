@@ -44,6 +44,8 @@ CASES = {
     "not_object": ("[1, 2]", "must hold a JSON object"),
     "no_model_type": ('{"hidden_size": 8}', "no 'model_type'"),
     "no_config": (None, "has no config.json"),
+    "attention_free": ('{"model_type": "mamba", "architectures": ["MambaForCausalLM"], "hidden_size": 768, '
+                       '"num_hidden_layers": 24, "vocab_size": 50280}', "describes an attention-free model"),
 }
 
 

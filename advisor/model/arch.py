@@ -80,8 +80,15 @@ class TextArch:
     notes: list[str] = field(default_factory=list)
 
 
+ATTENTION_FREE = ("mamba", "mamba2", "rwkv", "rwkv5", "rwkv6", "xlstm", "falcon_mamba")
+"""model_types with no attention layers: the KV-cache, memory and step-cost models do not apply."""
+
+
 def _req(cfg: dict, key: str, model_type: str) -> int:
     value = cfg.get(key)
+    if value is None and key == "num_attention_heads" and model_type in ATTENTION_FREE:
+        raise ConfigError(f"config.json ({model_type}) describes an attention-free model; the advisor's KV-cache, "
+                          "memory and step-cost models assume attention layers, so it cannot plan this model")  # fmt: skip
     if value is None:
         raise ConfigError(f"config.json ({model_type}) is missing {key!r}, which the profile needs; is this a complete Hugging Face config?")
     if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
