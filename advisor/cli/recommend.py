@@ -26,7 +26,14 @@ def build_recommendation(model, gpu, gpus, tp, corpus, tokenizer, concurrency, m
     host = resolve_host(s, gpu, gpus)
     if tp is not None and tp > host.gpus:
         raise UsageError(f"--tp {tp} needs {tp} GPUs but the host has {host.gpus}; lower --tp or raise --gpus")
-    workload = workload_for(corpus, concurrency, tokenizer or model, k or 32)
+    from advisor.cli.kbar import _progress_bar
+
+    on_progress, prog = _progress_bar(corpus is not None and Path(corpus).expanduser().is_file() and sys.stderr.isatty())
+    if prog is None:
+        workload = workload_for(corpus, concurrency, tokenizer or model, k or 32)
+    else:  # replaying a trace file takes seconds to minutes: show it
+        with prog:
+            workload = workload_for(corpus, concurrency, tokenizer or model, k or 32, on_progress=on_progress)
     return recommend(
         profile, host, workload, load_rules(s.rules_dirs),
         tensor_parallel_size=tp, max_model_len=max_model_len, num_speculative_tokens=k,

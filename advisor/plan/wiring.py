@@ -12,7 +12,7 @@ from advisor.plan.host import HostContext
 from advisor.plan.workload import SEED_CORPORA, Workload
 
 
-def workload_for(corpus: str | None, concurrency: int, tokenizer: str, k: int) -> Workload:
+def workload_for(corpus: str | None, concurrency: int, tokenizer: str, k: int, *, on_progress=None) -> Workload:
     """A seed corpus name, a trace file (K̄ measured with ``advisor kbar``'s estimator), or unknown."""
     if corpus is None:
         return Workload(concurrency=concurrency)
@@ -24,7 +24,7 @@ def workload_for(corpus: str | None, concurrency: int, tokenizer: str, k: int) -
     from advisor.kbar.estimate import estimate_kbar
 
     # No early stop: a still-warming shared cache biases an early K̄ low (docs/kbar.md).
-    result = estimate_kbar(path, tokenizer, k=k, allow_fallback=True)
+    result = estimate_kbar(path, tokenizer, k=k, allow_fallback=True, on_progress=on_progress)
     return Workload(
         corpus=str(path), corpus_is_file=True, concurrency=concurrency,
         k_bar=result.tokens_per_step, k_bar_source=f"measured on {path.name} ({result.requests} requests, advisor kbar)",
