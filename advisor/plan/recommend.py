@@ -14,6 +14,9 @@ from advisor.rules.engine import RulesOutcome, apply_rules
 from advisor.rules.schema import Rule
 
 # How confident a prediction must be to flip a rule's default (P(suffix wins)).
+MAX_DRAFT_AT_DEFAULTS = 12
+"""Longest suffix draft at vLLM's defaults: match length + draft length ≤ tree depth 24 and draft ≤
+match length (max_spec_factor 1.0), so a draft is at most 24 // 2 tokens (docs/kbar.md)."""
 FLIP_OFF_BELOW = 0.30
 FLIP_ON_ABOVE = 0.70
 
@@ -153,6 +156,12 @@ def recommend(
     on = _speculate(outcome, prediction, trace)
     if num_speculative_tokens is not None and not on:
         trace.append(f"--k {num_speculative_tokens} ignored: suffix decoding is off")
+    if on and k > MAX_DRAFT_AT_DEFAULTS:
+        trace.append(
+            f"K={k}: at vLLM's default suffix_decoding_max_tree_depth (24) and max_spec_factor (1.0) a draft is at most "
+            f"{MAX_DRAFT_AT_DEFAULTS} tokens, so any K >= {MAX_DRAFT_AT_DEFAULTS} drafts the same (advisor kbar replays: "
+            "docs/kbar.md); the seed measured K=32"
+        )
     env = dict(outcome.env)
     dsa_env = bool(fields.get("dsa_env", False))
     if dsa_env:

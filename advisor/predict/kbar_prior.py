@@ -70,9 +70,10 @@ def draft_tokens(k_bar: float, k: int = 32) -> float:
     """Mean drafted tokens per sequence per step (over all sequences) for a given K̄.
 
     K̄ − 1 tokens are accepted per step, ``ACCEPTANCE`` of those drafted; a drafting sequence drafts
-    at most min(K, tree depth) tokens and ``DRAFT_SHARE`` of sequences draft.
+    at most min(K, tree depth // 2) tokens (match + draft ≤ tree depth and draft ≤ match at
+    max_spec_factor 1.0: docs/kbar.md) and ``DRAFT_SHARE`` of sequences draft.
     """
-    return min((max(k_bar, 1.0) - 1.0) / ACCEPTANCE, DRAFT_SHARE * min(k, MAX_TREE_DEPTH))
+    return min((max(k_bar, 1.0) - 1.0) / ACCEPTANCE, DRAFT_SHARE * min(k, MAX_TREE_DEPTH // 2))
 
 
 def _read_csv(name: str) -> list[dict]:
