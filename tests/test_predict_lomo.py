@@ -32,11 +32,11 @@ def test_baselines_reproduce_the_reference_figures(result):
 
 
 def test_lomo_scores(result):
-    # Measured: OFF 0.9774, ON 0.9755 (docs/predictor.md). The target (0.99 / 0.985, no row
-    # below 0.90) is not reached without leakage; this guards against regressions. One coin-flip row
-    # (DeepSeek-R1 mix OFF, P(win) ≈ 0.54, frac 0.51) moves OFF by 1 %: exp(ln 0.51 / 70) = 0.990.
+    # Measured: OFF 0.9915, ON 0.9741 (docs/predictor.md). The OFF target (0.99) is met; ON
+    # (0.985) and "no row below 0.90" are not (see the ceilings). One coin-flip row with frac 0.51
+    # moves OFF by 1 % (exp(ln 0.51 / 70) = 0.990): the guard leaves that much room.
     lomo = result["lomo"]
-    assert lomo["OFF"]["geo_frac"] >= 0.975
+    assert lomo["OFF"]["geo_frac"] >= 0.98
     assert lomo["ON"]["geo_frac"] >= 0.97
     assert lomo["OFF"]["geo_frac"] > result["baselines"]["always_suffix"]["OFF"]["geo_frac"]
     assert lomo["ON"]["geo_frac"] > result["baselines"]["writeup_tree"]["ON"]["geo_frac"] - 0.005

@@ -54,9 +54,15 @@ fused_qkv_a_proj, q_b_proj, the W_UK_T and W_UV batched GEMMs around the latent 
 (vllm/v1/attention/backends/mla/common.py, "data-movement friendly" decode path), o_proj."""
 STEP_FIXED_S = 0.8e-3
 """Host cost of one engine step (scheduling, input preparation, sampling, output processing)."""
-LAYER_LAUNCH_S = {"full": 1e-6, "piecewise": 20e-6, "none": 60e-6}
+LAYER_LAUNCH_S = {"full": 1e-6, "piecewise": 10e-6, "none": 60e-6}
 """Per-layer launch cost by graph mode: a replayed FULL graph, PIECEWISE (attention and its
-metadata eager between captured pieces), NONE (every kernel launched from Python)."""
+metadata eager between captured pieces), NONE (every kernel launched from Python).
+PIECEWISE: a PyTorch proxy of the structure (two captured pieces per layer, eager SDPA between)
+costs 4.8–6.0 µs per layer over one full graph on an H200 host (scripts/measure_graph_modes.py →
+calibration/layer_cost/h200_graph_modes*.json), a lower bound, since vLLM's attention custom op
+also builds metadata in Python; vLLM PR #16072 reports FULL graphs cutting median TPOT 7 % against
+PIECEWISE for Qwen2.5-1.5B (28 layers), about 10 µs per layer at a few-ms TPOT. NONE: the proxy
+measured 45–81 µs per layer when the step is launch-bound (Llama-8B share), 60 µs is kept."""
 MOE_LAYER_LAUNCH_FACTOR = 1.5
 """An MoE layer launches more kernels (router, top-k, permute, grouped GEMMs, shared expert)."""
 ALLREDUCE_LATENCY_S = 10e-6
