@@ -70,3 +70,12 @@ def test_fp8_efficiency_and_experts_touched_match_the_moe_fp8_timings():
     assert effs and abs(sorted(effs)[len(effs) // 2] - sc.FP8_FLOP_EFFICIENCY) < 0.03
     for r in extra["moe"]:  # E·(1−(1−k/E)^t) against uniform random top-k routing
         assert r["experts_formula"] == pytest.approx(r["experts_touched"], rel=0.08), r
+
+
+def test_piecewise_launch_cost_is_at_least_the_measured_proxy():
+    for name in ("h200_graph_modes.json", "h200_graph_modes_70b.json"):
+        rows = json.loads((ROOT / "calibration" / "layer_cost" / name).read_text())["rows"]
+        for r in rows:
+            assert 3.0 < r["per_layer_piecewise_us"] < 8.0  # graph pieces + eager attention, over one full graph
+            assert r["per_layer_none_us"] > r["per_layer_piecewise_us"]
+            assert sc.LAYER_LAUNCH_S["piecewise"] * 1e6 >= r["per_layer_piecewise_us"]  # the proxy is a lower bound
