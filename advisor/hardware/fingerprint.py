@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 from advisor.hardware._derived import DerivedModel
 from advisor.hardware.dsa import DsaInfo, wq_sort_key
-from advisor.hardware.gpu_detect import GpuInfo, GpuSource, gpu_name_for_specs
+from advisor.hardware.gpu_detect import GpuInfo, GpuSource, gpu_name_for_specs, visible_gpus
 
 # --- environment -------------------------------------------------------------------------------
 
@@ -131,12 +131,8 @@ class HostFingerprint(DerivedModel):
     @computed_field  # type: ignore[prop-decorator]
     @property
     def visible_gpu_count(self) -> int:
-        """GPUs a process here can use: ``CUDA_VISIBLE_DEVICES`` entries (capped), else all."""
-        visible = self.env.get("CUDA_VISIBLE_DEVICES")
-        if visible is None:
-            return self.gpu_count
-        entries = [e for e in visible.split(",") if e.strip() and e.strip() != "-1"]
-        return min(len(entries), self.gpu_count) if self.gpu_count else len(entries)
+        """GPUs a process here can use: what ``CUDA_VISIBLE_DEVICES`` leaves of them (gpu_detect.visible_gpus)."""
+        return len(visible_gpus(self.gpus, self.env.get("CUDA_VISIBLE_DEVICES"))[0])
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -153,7 +149,8 @@ class HostFingerprint(DerivedModel):
 # --- what matters for performance --------------------------------------------------------------
 
 
-def _distinct(values: list[Any]) -> list[Any]:
+def distinct(values: list[Any]) -> list[Any]:
+    """Sorted distinct non-None values (one per GPU model, driver, …)."""
     return sorted({v for v in values if v is not None}, key=str)
 
 
@@ -164,9 +161,9 @@ def perf_view(fp: HostFingerprint) -> dict[str, Any]:
         "gpu": {
             "count": fp.gpu_count,
             "visible_count": fp.visible_gpu_count,
-            "models": _distinct([g.name for g in fp.gpus]),
-            "memory_mib": _distinct([g.memory_mib for g in fp.gpus]),
-            "driver": _distinct([g.driver_version for g in fp.gpus]),
+            "models": distinct([g.name for g in fp.gpus]),
+            "memory_mib": distinct([g.memory_mib for g in fp.gpus]),
+            "driver": distinct([g.driver_version for g in fp.gpus]),
             "cuda_version": fp.cuda_version,
         },
         "cpu": {"model": fp.cpu.model, "sockets": fp.cpu.sockets},

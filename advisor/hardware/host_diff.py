@@ -12,7 +12,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from advisor.hardware.dsa import WQ_FIELDS, dev_sort_key, wq_sort_key
-from advisor.hardware.fingerprint import HostFingerprint, is_perf_env, perf_view
+from advisor.hardware.fingerprint import HostFingerprint, distinct, is_perf_env, perf_view
 
 _DSA_REASON = (
     "the enabled Intel DSA queue set is host state that moved vanilla baselines by +33-36% "
@@ -89,10 +89,6 @@ class HostDiff(BaseModel):
         return [d for d in self.differences if not d.comparable]
 
 
-def _distinct(values: list[Any]) -> list[Any]:
-    return sorted({v for v in values if v is not None}, key=str)
-
-
 def flat_view(fp: HostFingerprint) -> dict[str, Any]:
     """Every compared fact of ``fp`` under a dotted name (JSON-able values)."""
     view: dict[str, Any] = {
@@ -101,11 +97,11 @@ def flat_view(fp: HostFingerprint) -> dict[str, Any]:
         "kernel": fp.kernel,
         "gpu.count": fp.gpu_count,
         "gpu.visible_count": fp.visible_gpu_count,
-        "gpu.models": _distinct([g.name for g in fp.gpus]),
-        "gpu.memory_mib": _distinct([g.memory_mib for g in fp.gpus]),
-        "gpu.driver": _distinct([g.driver_version for g in fp.gpus]),
+        "gpu.models": distinct([g.name for g in fp.gpus]),
+        "gpu.memory_mib": distinct([g.memory_mib for g in fp.gpus]),
+        "gpu.driver": distinct([g.driver_version for g in fp.gpus]),
         "gpu.cuda_version": fp.cuda_version,
-        "gpu.compute_cap": _distinct([g.compute_cap for g in fp.gpus]),
+        "gpu.compute_cap": distinct([g.compute_cap for g in fp.gpus]),
         "gpu.source": fp.gpu_source,
         "cpu.model": fp.cpu.model,
         "cpu.sockets": fp.cpu.sockets,
