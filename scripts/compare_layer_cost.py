@@ -29,6 +29,17 @@ def gemm_bytes_flops(shape: dict, tokens: int) -> tuple[float, float]:
     return params * 2 + acts, 2.0 * params * tokens
 
 
+def gemm_points(data: dict) -> list[tuple[dict, float, float, float]]:
+    """(row, bytes, FLOPs, measured seconds) of every dense GEMM timing."""
+    shapes = {s["model"]: s for s in data["shapes"]}
+    return [(r, *gemm_bytes_flops(shapes[r["model"]], r["seqs"] * r["tokens_per_seq"]), r["t_gemms_s"]) for r in data["rows"]]
+
+
+def rms_log_error(points: list, bw: float, peak: float, constants: tuple[float, float, float]) -> float:
+    """Root-mean-square log error of model_time with (e_mem, e_flop, floor) against the timings."""
+    return math.sqrt(sum(math.log(model_time(b, f, bw, peak, *constants) / t) ** 2 for _, b, f, t in points) / len(points))
+
+
 def model_time(nbytes: float, flops: float, bw: float, peak: float, e_mem: float, e_flop: float, floor: float) -> float:
     return max(nbytes / (bw * e_mem), flops / (peak * e_flop)) + GEMM_KERNELS * floor
 
@@ -68,17 +79,13 @@ def main() -> int:
         data = json.load(fh)
     gpu = get_gpu(args.gpu)
     bw, peak = gpu.bandwidth_tbs * 1e12, gpu.bf16_tflops * 1e12
-    shapes = {s["model"]: s for s in data["shapes"]}
-    pts = []
     if not data["rows"]:
         print(json.dumps(extra_kinds(data, bw, (gpu.fp8_tflops or gpu.bf16_tflops) * 1e12), indent=1))
         return 0
-    for r in data["rows"]:
-        nbytes, flops = gemm_bytes_flops(shapes[r["model"]], r["seqs"] * r["tokens_per_seq"])
-        pts.append((r, nbytes, flops, r["t_gemms_s"]))
+    pts = gemm_points(data)
 
     def loss(e_mem: float, e_flop: float, floor: float) -> float:
-        return sum(math.log(model_time(b, f, bw, peak, e_mem, e_flop, floor) / t) ** 2 for _, b, f, t in pts)
+        return rms_log_error(pts, bw, peak, (e_mem, e_flop, floor))
 
     grid = [(em / 100, ef / 100, fl * 1e-6) for em in range(30, 101, 2) for ef in range(30, 101, 2) for fl in range(0, 21)]
     best = min(grid, key=lambda g: loss(*g))
@@ -95,10 +102,9 @@ def main() -> int:
                      "model_current_us": round(m_cur * 1e6, 1), "model_fitted_us": round(m_fit * 1e6, 1),
                      "r_measured": round(t / t1, 3), "r_current": round(m_cur / c1, 3), "r_fitted": round(m_fit / f1, 3),
                      "attention_us": round(r["t_attention_s"] * 1e6, 1), "layer_us": round(r["t_layer_s"] * 1e6, 1)})  # fmt: skip
-    rms = lambda g: math.sqrt(loss(*g) / len(pts))  # noqa: E731
     out = {"timings": args.timings, "device": data["device"], "gpu_spec": gpu.name,
-           "current": {"e_mem": current[0], "e_flop": current[1], "kernel_floor_us": round(current[2] * 1e6, 1), "rms_log_error": round(rms(current), 3)},
-           "fitted": {"e_mem": best[0], "e_flop": best[1], "kernel_floor_us": round(best[2] * 1e6, 1), "rms_log_error": round(rms(best), 3)},
+           "current": {"e_mem": current[0], "e_flop": current[1], "kernel_floor_us": round(current[2] * 1e6, 1), "rms_log_error": round(loss(*current), 3)},
+           "fitted": {"e_mem": best[0], "e_flop": best[1], "kernel_floor_us": round(best[2] * 1e6, 1), "rms_log_error": round(loss(*best), 3)},
            "rows": rows, **extra_kinds(data, bw, (gpu.fp8_tflops or gpu.bf16_tflops) * 1e12)}  # fmt: skip
     if args.json:
         print(json.dumps(out, indent=1))

@@ -80,11 +80,11 @@ def test_dependency_and_data_errors(run_cli, trace, tmp_path, tokenizer_json):
 
 
 def test_progress_bar_draws_on_a_terminal():
-    from advisor.cli.kbar import _progress_bar
+    from advisor.cli.common import replay_progress
     from advisor.kbar.estimate import Progress
 
-    assert _progress_bar(False) == (None, None)
-    update, prog = _progress_bar(True)
+    assert replay_progress(False) == (None, None)
+    update, prog = replay_progress(True)
     with prog:
         update(Progress(10, 100, 3, 300, 1.5))
         update(Progress(100, 100, 9, 900, None))

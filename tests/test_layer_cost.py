@@ -25,15 +25,9 @@ def _compare():
 
 def _rms(constants) -> float:
     cmp = _compare()
-    data = json.loads(TIMINGS.read_text())
     gpu = get_gpu("H200")
-    bw, peak = gpu.bandwidth_tbs * 1e12, gpu.bf16_tflops * 1e12
-    shapes = {s["model"]: s for s in data["shapes"]}
-    errs = []
-    for r in data["rows"]:
-        b, f = cmp.gemm_bytes_flops(shapes[r["model"]], r["seqs"] * r["tokens_per_seq"])
-        errs.append(math.log(cmp.model_time(b, f, bw, peak, *constants) / r["t_gemms_s"]) ** 2)
-    return math.sqrt(sum(errs) / len(errs))
+    points = cmp.gemm_points(json.loads(TIMINGS.read_text()))
+    return cmp.rms_log_error(points, gpu.bandwidth_tbs * 1e12, gpu.bf16_tflops * 1e12, constants)
 
 
 def test_timings_are_the_measured_ones():

@@ -57,3 +57,35 @@ def path_opt(help_text: str) -> Any:
 
 
 __all__ = ["JsonOpt", "Path", "emit_json", "model_arg", "set_global_overrides", "settings", "table"]
+
+
+def replay_progress(enabled: bool) -> tuple[Any, Any]:
+    """(callback, progress context) drawing a rich progress bar on stderr; (None, None) when off."""
+    if not enabled:
+        return None, None
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        DownloadColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+
+    prog = Progress(
+        TextColumn("replaying"),
+        BarColumn(),
+        DownloadColumn(),
+        TextColumn("{task.fields[requests]:,} requests  {task.fields[tokens]:,} tokens  K̄ {task.fields[kbar]}"),
+        TimeElapsedColumn(),
+        console=Console(stderr=True),
+        transient=True,
+    )
+    task = prog.add_task("kbar", total=None, requests=0, tokens=0, kbar="-")
+
+    def update(p: Any) -> None:
+        kbar = f"{p.tokens_per_step:.3f}" if p.tokens_per_step else "-"
+        prog.update(task, completed=p.bytes_read, total=p.total_bytes or None, requests=p.requests,
+                    tokens=p.tokens, kbar=kbar)  # fmt: skip
+
+    return update, prog

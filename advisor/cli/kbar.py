@@ -9,39 +9,7 @@ from typing import Any
 import typer
 
 from advisor.cli.app import app
-from advisor.cli.common import JsonOpt, emit_json, settings, table
-
-
-def _progress_bar(enabled: bool) -> tuple[Any, Any]:
-    """(callback, progress context) drawing a rich progress bar on stderr; (None, None) when off."""
-    if not enabled:
-        return None, None
-    from rich.console import Console
-    from rich.progress import (
-        BarColumn,
-        DownloadColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-    )
-
-    prog = Progress(
-        TextColumn("replaying"),
-        BarColumn(),
-        DownloadColumn(),
-        TextColumn("{task.fields[requests]:,} requests  {task.fields[tokens]:,} tokens  K̄ {task.fields[kbar]}"),
-        TimeElapsedColumn(),
-        console=Console(stderr=True),
-        transient=True,
-    )
-    task = prog.add_task("kbar", total=None, requests=0, tokens=0, kbar="-")
-
-    def update(p: Any) -> None:
-        kbar = f"{p.tokens_per_step:.3f}" if p.tokens_per_step else "-"
-        prog.update(task, completed=p.bytes_read, total=p.total_bytes or None, requests=p.requests,
-                    tokens=p.tokens, kbar=kbar)  # fmt: skip
-
-    return update, prog
+from advisor.cli.common import JsonOpt, emit_json, replay_progress, settings, table
 
 
 def _fmt(x: float | None, digits: int = 3) -> str:
@@ -114,7 +82,7 @@ def kbar_cmd(
     from advisor.kbar.estimate import estimate_kbar
 
     s = settings()
-    on_progress, prog = _progress_bar(not json_out and sys.stderr.isatty())
+    on_progress, prog = replay_progress(not json_out and sys.stderr.isatty())
     kwargs = {
         "concurrency": concurrency, "max_requests": max_requests, "until_ci": until_ci, "check_every": check_every,
         "fmt": fmt, "max_tree_depth": max_tree_depth, "max_cached_requests": max_cached_requests,

@@ -26,9 +26,9 @@ def build_recommendation(model, gpu, gpus, tp, corpus, tokenizer, concurrency, m
     host = resolve_host(s, gpu, gpus)
     if tp is not None and tp > host.gpus:
         raise UsageError(f"--tp {tp} needs {tp} GPUs but the host has {host.gpus}; lower --tp or raise --gpus")
-    from advisor.cli.kbar import _progress_bar
+    from advisor.cli.common import replay_progress
 
-    on_progress, prog = _progress_bar(corpus is not None and Path(corpus).expanduser().is_file() and sys.stderr.isatty())
+    on_progress, prog = replay_progress(corpus is not None and Path(corpus).expanduser().is_file() and sys.stderr.isatty())
     if prog is None:
         workload = workload_for(corpus, concurrency, tokenizer or model, k or 32)
     else:  # replaying a trace file takes seconds to minutes: show it

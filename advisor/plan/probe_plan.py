@@ -16,9 +16,8 @@ from pydantic import BaseModel, ConfigDict
 
 from advisor.plan.decision import Decision
 from advisor.plan.workload import Workload
+from advisor.probe.corpus import BUILTIN as PROBE_CORPORA
 
-PROBE_CORPORA = ("humaneval", "sharegpt")
-"""Corpora the probe harness ships (advisor/probe/corpus.py BUILTIN)."""
 DEFAULT_PROBE_CORPUS = "humaneval"
 
 

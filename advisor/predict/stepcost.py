@@ -37,13 +37,10 @@ GEMMs of a Llama-3.1-405B TP-8 layer share at 160–1056 rows, calibration/layer
 # shares (calibration/layer_cost/h200_moe_fp8.json), which fit 0.66 of peak bandwidth + 48 µs per
 # block + 0.3 µs per touched expert. That is not the kernel vLLM runs (fused_moe's Triton kernel;
 # block-FP8 for DeepSeek-R1), so those figures are not used; the measurement does confirm
-# experts_touched() (152 of 256 DeepSeek-V3 experts touched by 32 tokens, formula 163).
-MOE_MEM_EFFICIENCY = WEIGHT_MEM_EFFICIENCY
-"""Share of peak HBM bandwidth the expert GEMMs reach (assumed equal to dense GEMMs)."""
-MOE_EXPERT_S = 0.0
-"""Extra time per touched expert per MoE layer (assumed nil)."""
-MOE_BLOCK_FLOOR_S = 3 * GEMM_FLOOR_S
-"""Fixed time of one MoE block: router, gate/up and down kernels at the dense GEMM floor (assumed)."""
+# experts_touched() (152 of 256 DeepSeek-V3 experts touched by 32 tokens, formula 163). Expert
+# weights therefore stream at the dense WEIGHT_MEM_EFFICIENCY, with no per-expert cost.
+MOE_BLOCK_GEMMS = 3
+"""GEMM kernels of one MoE block at the dense floor: router, grouped gate/up, grouped down (assumed)."""
 # Assumptions (not measured; the calibrated model absorbs their error).
 KV_MEM_EFFICIENCY = 0.80
 """Share of peak HBM bandwidth vLLM's decode attention kernels reach reading the KV cache
@@ -140,12 +137,6 @@ def bytes_per_param(p: ModelProfile) -> float:
 
 def weight_bytes_read(p: ModelProfile, tokens: float, tp: int) -> float:
     """Weight bytes one GPU reads in a step of ``tokens`` tokens (input embedding is a gather: skipped)."""
-    dense, moe = weight_bytes_split(p, tokens, tp)
-    return dense + moe
-
-
-def weight_bytes_split(p: ModelProfile, tokens: float, tp: int) -> tuple[float, float]:
-    """(dense weights, routed experts touched) bytes one GPU reads in a step of ``tokens`` tokens."""
     bpp = bytes_per_param(p)
     expert_total = p.expert_params_b * 1e9 * bpp
     dense = p.weight_bytes - expert_total - p.params_embedding_b * 1e9 * bpp
@@ -153,7 +144,7 @@ def weight_bytes_split(p: ModelProfile, tokens: float, tp: int) -> tuple[float, 
     if p.arch == "moe" and p.experts and p.moe_layers:
         per_expert = expert_total / (p.moe_layers * p.experts)
         moe = p.moe_layers * experts_touched(p.experts, p.experts_per_token, tokens) * per_expert
-    return max(dense, 0.0) / tp, moe / tp
+    return (max(dense, 0.0) + moe) / tp
 
 
 def kv_split(p: ModelProfile, tp: int) -> int:
@@ -234,16 +225,13 @@ def launch_time(p: ModelProfile, mode: str) -> float:
     return per * ((p.num_layers - moe) + MOE_LAYER_LAUNCH_FACTOR * moe)
 
 
-def gemm_floor(p: ModelProfile, tokens: float = 1.0) -> float:
+def gemm_floor(p: ModelProfile) -> float:
     """Fixed GEMM latency of one step: the attention projections and dense MLPs of every layer,
-    each MoE block (plus its touched experts and shared experts), and the LM head."""
+    each MoE block and its shared experts, and the LM head."""
     moe = p.moe_layers if p.arch == "moe" else 0
     gemms = ATTN_PROJ_GEMMS.get(p.attention, 2) * p.num_layers + 2 * (p.num_layers - moe) + 1
-    gemms += 2 * moe if p.shared_experts else 0
-    t = GEMM_FLOOR_S * gemms
-    if moe:
-        t += moe * (MOE_BLOCK_FLOOR_S + MOE_EXPERT_S * experts_touched(p.experts, p.experts_per_token, tokens))
-    return t
+    gemms += moe * (MOE_BLOCK_GEMMS + (2 if p.shared_experts else 0))
+    return GEMM_FLOOR_S * gemms
 
 
 def step_cost(p: ModelProfile, gpu: GpuSpec, tp: int, s: StepShape) -> StepCost:
@@ -254,8 +242,7 @@ def step_cost(p: ModelProfile, gpu: GpuSpec, tp: int, s: StepShape) -> StepCost:
         mode = mech.spec_step_graph_mode(tokens, support, k=s.k)
     else:
         mode = mech.plain_step_graph_mode(support, spec_enabled=s.spec)
-    wb_dense, wb_moe = weight_bytes_split(p, tokens, tp)
-    wb = wb_dense + wb_moe
+    wb = weight_bytes_read(p, tokens, tp)
     kvb = kv_bytes_read(p, s.seqs, s.context, tp)
     logits = tokens * p.vocab_size * LOGIT_BYTES * 2
     fl = linear_flops(p, tokens, tp) + attention_flops(p, tokens, s.context, tp)
@@ -267,9 +254,9 @@ def step_cost(p: ModelProfile, gpu: GpuSpec, tp: int, s: StepShape) -> StepCost:
     bw = gpu.bandwidth_tbs * 1e12
     peak = peak_flops(p, gpu)
     attn_peak = gpu.bf16_tflops * 1e12 * FLOP_EFFICIENCY
-    t_mem = wb_dense / (bw * WEIGHT_MEM_EFFICIENCY) + wb_moe / (bw * MOE_MEM_EFFICIENCY) + (kvb + logits) / (bw * KV_MEM_EFFICIENCY)
+    t_mem = wb / (bw * WEIGHT_MEM_EFFICIENCY) + (kvb + logits) / (bw * KV_MEM_EFFICIENCY)
     t_cmp = fl / peak
-    t_base = max(t_mem, t_cmp) + gemm_floor(p, tokens)
+    t_base = max(t_mem, t_cmp) + gemm_floor(p)
     # The prefill-path expansion is its own kernels (gather, kv_b_proj GEMM, MHA): a roofline of its own.
     t_pf = max(pf_bytes / (bw * KV_MEM_EFFICIENCY), pf_flops / attn_peak) if pf_bytes else 0.0
     t_ar = allreduce_time(p, gpu, tokens, tp)
