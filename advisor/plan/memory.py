@@ -56,6 +56,8 @@ class Alternative(BaseModel):
 
     decision: Decision
     """The changed decision (everything else as asked)."""
+    field: str
+    """The Decision field the change touches (``gpu_memory_utilization``, ``num_speculative_tokens`` …)."""
     plan_summary: PlanSummary
     """Its predicted outcome."""
     change: str
@@ -220,7 +222,8 @@ def _other_quant_hint(profile: ModelProfile, gpu: GpuSpec, d: Decision, num_gpus
 
 
 def plan_memory(profile: ModelProfile, gpu: GpuSpec, decision: Decision, *, num_gpus: int | None = None,
-                block_size: int = t.DEFAULT_BLOCK_SIZE, search: bool = True) -> MemoryPlan:
+                block_size: int = t.DEFAULT_BLOCK_SIZE, search: bool = True,
+                fixed: frozenset[str] = frozenset()) -> MemoryPlan:
     """Predict vLLM's start-up memory per GPU for ``decision`` on ``num_gpus`` x ``gpu``.
 
     ``num_gpus`` defaults to the decision's tensor_parallel_size. When the configuration does not
@@ -255,7 +258,7 @@ def plan_memory(profile: ModelProfile, gpu: GpuSpec, decision: Decision, *, num_
         notes=notes,
     )
     if not ok and search:
-        plan.alternative = nearest_bootable(profile, gpu, decision, num_gpus=num_gpus, block_size=block_size)
+        plan.alternative = nearest_bootable(profile, gpu, decision, num_gpus=num_gpus, block_size=block_size, fixed=fixed)
     return plan
 
 
@@ -280,42 +283,47 @@ def _notes(profile: ModelProfile, d: Decision, c: dict) -> list[str]:
 
 
 def _candidates(profile: ModelProfile, gpu: GpuSpec, d: Decision, num_gpus: int):
-    """(decision, change, reason) in the search order of nearest_bootable."""
+    """(decision, field changed, change, reason) in the search order of nearest_bootable."""
     k = d.num_speculative_tokens if d.speculative_method else None
     if k:
         for nk in (x for x in K_LADDER if x < k):
-            yield (d.model_copy(update={"num_speculative_tokens": nk}), f"num_speculative_tokens {k} -> {nk}",
+            yield (d.model_copy(update={"num_speculative_tokens": nk}), "num_speculative_tokens", f"num_speculative_tokens {k} -> {nk}",
                    "fewer draft tokens shrink what speculative decoding holds at start-up; suffix stays on")
     seqs = d.max_num_seqs or t.batch_defaults(gpu)[1]
     label = f"{seqs}{'' if d.max_num_seqs else ' (default)'}"
     for ns in (x for x in SEQS_LADDER if x < seqs):
-        yield (d.model_copy(update={"max_num_seqs": ns}), f"max_num_seqs {label} -> {ns}",
+        yield (d.model_copy(update={"max_num_seqs": ns}), "max_num_seqs", f"max_num_seqs {label} -> {ns}",
                "a smaller batch shrinks the sampler and speculative-decoding buffers sized by max_num_seqs")
     for g in (x for x in GMU_LADDER if d.gpu_memory_utilization < x <= MAX_GMU):
-        yield (d.model_copy(update={"gpu_memory_utilization": g}), f"gpu_memory_utilization {d.gpu_memory_utilization} -> {g}",
+        yield (d.model_copy(update={"gpu_memory_utilization": g}), "gpu_memory_utilization",
+               f"gpu_memory_utilization {d.gpu_memory_utilization} -> {g}",
                "a larger budget leaves more memory after weights and activations")
     for ln in (x for x in LEN_LADDER if x < d.max_model_len):
-        yield (d.model_copy(update={"max_model_len": ln}), f"max_model_len {d.max_model_len} -> {ln}",
+        yield (d.model_copy(update={"max_model_len": ln}), "max_model_len", f"max_model_len {d.max_model_len} -> {ln}",
                "a shorter maximum length needs less KV cache for one full-length request")
     for tp in (x for x in TP_LADDER if d.tensor_parallel_size < x <= num_gpus):
-        yield (d.model_copy(update={"tensor_parallel_size": tp}), f"tensor_parallel_size {d.tensor_parallel_size} -> {tp}",
+        yield (d.model_copy(update={"tensor_parallel_size": tp}), "tensor_parallel_size",
+               f"tensor_parallel_size {d.tensor_parallel_size} -> {tp}",
                "more GPUs per replica split the weights and the KV cache further")
     if k:
-        yield (d.model_copy(update={"speculative_method": None, "num_speculative_tokens": None}),
+        yield (d.model_copy(update={"speculative_method": None, "num_speculative_tokens": None}), "num_speculative_tokens",
                f"speculative decoding suffix K={k} -> off", "no smaller change boots with speculation on")
 
 
 def nearest_bootable(profile: ModelProfile, gpu: GpuSpec, decision: Decision, *, num_gpus: int,
-                     block_size: int = t.DEFAULT_BLOCK_SIZE) -> Alternative | None:
+                     block_size: int = t.DEFAULT_BLOCK_SIZE, fixed: frozenset[str] = frozenset()) -> Alternative | None:
     """The first single change that boots, in this order: lower K (suffix kept: 32 -> 24 -> 16 -> 8),
     lower max_num_seqs, higher gmu (<= 0.95), lower max_model_len, higher TP (<= num_gpus), and as a
-    last resort speculation off. None when the decision already boots or nothing single does."""
+    last resort speculation off. Fields named in ``fixed`` (the user's explicit flags) are never
+    changed. None when the decision already boots or nothing single does."""
     if _quick(profile, gpu, decision, num_gpus, block_size).boots:
         return None
-    for cand, change, why in _candidates(profile, gpu, decision, num_gpus):
+    for cand, field, change, why in _candidates(profile, gpu, decision, num_gpus):
+        if field in fixed:
+            continue
         s = _quick(profile, gpu, cand, num_gpus, block_size)
         if s.boots:
-            return Alternative(decision=cand, plan_summary=s, change=change,
+            return Alternative(decision=cand, field=field, plan_summary=s, change=change,
                                reason=f"{why}: predicted to boot with {s.kv_cache_tokens} KV tokens")
     return None
 

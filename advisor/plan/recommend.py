@@ -68,17 +68,18 @@ def build_facts(profile: ModelProfile, host: HostContext, workload: Workload) ->
     return facts
 
 
+def tp_refusal(profile: ModelProfile, tp: int) -> str | None:
+    """Why vLLM would refuse tensor_parallel_size ``tp`` for this model, or None (advisor.model.tp_rules)."""
+    from advisor.model.tp_rules import tp_refusal as refusal
+
+    return refusal(profile, tp)
+
+
 def valid_tp(profile: ModelProfile, gpus: int) -> int:
-    """Largest tensor-parallel size <= gpus that vLLM accepts for this model: attention heads must
-    divide evenly (vllm/config/parallel.py verify_with_model_config: num_attention_heads % tp == 0),
-    and KV heads must split or replicate evenly (GQA: kv % tp == 0 or tp % kv == 0)."""
+    """Largest tensor-parallel size <= gpus that vLLM accepts for this model (:func:`tp_refusal`)."""
     for tp in range(gpus, 0, -1):
-        if profile.num_attention_heads % tp:
-            continue
-        kv = profile.num_kv_heads
-        if profile.attention != "mla" and kv % tp and tp % kv:
-            continue
-        return tp
+        if tp_refusal(profile, tp) is None:
+            return tp
     return 1
 
 
@@ -123,6 +124,23 @@ def _speculate(outcome: RulesOutcome, prediction: dict | None, trace: list[str])
     return on
 
 
+FIXED_BY = {"tensor_parallel_size": "--tp", "max_model_len": "--max-model-len", "num_speculative_tokens": "--k",
+            "gpu_memory_utilization": "--gmu"}
+"""Decision fields a user's flag sets; the memory planner never changes those (advisor.plan.wiring.planner)."""
+
+
+def _k_trace(k: int, trace: list[str]) -> None:
+    if k > MAX_DRAFT_AT_DEFAULTS:
+        trace.append(
+            f"K={k}: at vLLM's default suffix_decoding_max_tree_depth (24) and max_spec_factor (1.0) a draft is at most "
+            f"{MAX_DRAFT_AT_DEFAULTS} tokens, so any K >= {MAX_DRAFT_AT_DEFAULTS} drafts the same (advisor kbar replays: "
+            "docs/kbar.md); the seed measured K=32"
+        )
+    else:
+        trace.append(f"K={k}: a draft of at most {k} token(s) emits at most {k + 1} tokens per step (K̄ <= 1 + K); "
+                     "the seed measured K=32, so K̄ at this K is scaled from it")  # fmt: skip
+
+
 def recommend(
     profile: ModelProfile,
     host: HostContext,
@@ -136,70 +154,88 @@ def recommend(
     predictor=None,
     planner=None,
 ) -> Recommendation:
-    """The whole decision. ``predictor(profile, host, workload, k) -> dict | None`` and
-    ``planner(profile, host, decision) -> (decision, memory dict, trace lines, warnings)`` are
-    injected so that this function stays pure and testable."""
+    """The whole decision. ``predictor(profile, host, workload, k, tp) -> dict | None`` and
+    ``planner(profile, host, decision, fixed) -> (decision, memory dict, trace lines, warnings)`` are
+    injected so that this function stays pure and testable. The prediction is for the final
+    decision's TP and K (after the memory planner); the user's flags are never changed silently."""
+    from advisor.errors import UsageError
     from advisor.render.flags import DSA_ENV
 
-    if tensor_parallel_size is not None and profile.num_attention_heads % tensor_parallel_size:
-        from advisor.errors import UsageError
-
-        raise UsageError(
-            f"--tp {tensor_parallel_size} does not divide {profile.num_attention_heads} attention heads "
-            f"(vLLM rejects it); the largest valid TP on {host.gpus} GPUs is {valid_tp(profile, host.gpus)}"
-        )
+    if tensor_parallel_size is not None:
+        why = tp_refusal(profile, tensor_parallel_size)
+        if why:
+            raise UsageError(f"--tp {tensor_parallel_size}: {why} (vLLM rejects it); "
+                             f"the largest valid TP on {host.gpus} GPUs is {valid_tp(profile, host.gpus)}")  # fmt: skip
     outcome = apply_rules(rules, build_facts(profile, host, workload))
     fields = dict(outcome.fields)
     k = num_speculative_tokens or fields.get("num_speculative_tokens") or 32
+    warnings = list(host.notes) + list(outcome.warnings)
     trace: list[str] = []
-    prediction = predictor(profile, host, workload, k) if predictor else None
-    on = _speculate(outcome, prediction, trace)
-    if num_speculative_tokens is not None and not on:
-        trace.append(f"--k {num_speculative_tokens} ignored: suffix decoding is off")
-    if on and k > MAX_DRAFT_AT_DEFAULTS:
-        trace.append(
-            f"K={k}: at vLLM's default suffix_decoding_max_tree_depth (24) and max_spec_factor (1.0) a draft is at most "
-            f"{MAX_DRAFT_AT_DEFAULTS} tokens, so any K >= {MAX_DRAFT_AT_DEFAULTS} drafts the same (advisor kbar replays: "
-            "docs/kbar.md); the seed measured K=32"
-        )
+    tp = tensor_parallel_size or valid_tp(profile, host.gpus)
+    if tensor_parallel_size is None and tp != host.gpus:
+        trace.append(f"tensor_parallel_size {host.gpus}: {tp_refusal(profile, host.gpus)}; using {tp}")
+        if host.gpus // tp > 1:
+            warnings.append(f"TP {tp} uses {tp} of {host.gpus} GPUs: run {host.gpus // tp} replicas (e.g. --data-parallel-size {host.gpus // tp}) to use them all")
+    prediction = predictor(profile, host, workload, k, tp) if predictor else None
+    spec_trace: list[str] = []
+    on = _speculate(outcome, prediction, spec_trace)
     env = dict(outcome.env)
     dsa_env = bool(fields.get("dsa_env", False))
     if dsa_env:
         env.update(DSA_ENV)
     mml = max_model_len or fields.get("max_model_len") or 16384
     if mml > profile.max_context:
-        trace.append(f"max_model_len {mml} capped at the model's context {profile.max_context}")
+        line = f"max_model_len {mml} capped at the model's context {profile.max_context}"
+        if max_model_len is not None:
+            warnings.append(f"--max-model-len {max_model_len} exceeds the model's context ({profile.max_context}); using "
+                            f"{profile.max_context} (vLLM refuses longer unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1)")  # fmt: skip
+        trace.append(line)
         mml = profile.max_context
     decision = Decision(
         speculative_method="suffix" if on else None,
         num_speculative_tokens=k if on else None,
         gpu_memory_utilization=gpu_memory_utilization or fields.get("gpu_memory_utilization", 0.90),
-        tensor_parallel_size=tensor_parallel_size or host.gpus,
+        tensor_parallel_size=tp,
         max_model_len=mml,
         max_num_seqs=fields.get("max_num_seqs"),
         cudagraph_mode=fields.get("cudagraph_mode", "FULL_AND_PIECEWISE"),
         dsa_env=dsa_env,
         env=env,
     )
-    warnings = list(host.notes) + list(outcome.warnings)
-    if tensor_parallel_size is None and decision.tensor_parallel_size != valid_tp(profile, host.gpus):
-        tp = valid_tp(profile, host.gpus)
-        trace.append(
-            f"tensor_parallel_size {host.gpus} does not divide {profile.num_attention_heads} attention heads; using {tp}"
-        )
-        if host.gpus // tp > 1:
-            warnings.append(f"TP {tp} uses {tp} of {host.gpus} GPUs: run {host.gpus // tp} replicas (e.g. --data-parallel-size {host.gpus // tp}) to use them all")
-        decision = decision.model_copy(update={"tensor_parallel_size": tp})
+    given = {"tensor_parallel_size": tensor_parallel_size, "max_model_len": max_model_len,
+             "num_speculative_tokens": num_speculative_tokens, "gpu_memory_utilization": gpu_memory_utilization}
+    fixed = frozenset(f for f, v in given.items() if v is not None)
     memory = None
+    plan_trace: list[str] = []
     if planner is not None:
-        decision, memory, plan_trace, plan_warnings = planner(profile, host, decision)
-        trace += plan_trace
+        decision, memory, plan_trace, plan_warnings = planner(profile, host, decision, fixed)
         warnings += plan_warnings
-    if prediction and prediction.get("explanation") and decision.speculative_method is None and on:
-        trace.append("suffix dropped by the memory planner")
+    final_k = decision.num_speculative_tokens or k
+    turned_off = False
+    if on and predictor and (decision.tensor_parallel_size, final_k) != (tp, k):
+        # The memory planner changed TP or K: predict (and decide) again for what will be launched.
+        prediction = predictor(profile, host, workload, final_k, decision.tensor_parallel_size)
+        again: list[str] = []
+        still = _speculate(outcome, prediction, again)
+        spec_trace.append(f"re-predicted at the planner's TP {decision.tensor_parallel_size}, K={final_k}: {again[-1]}")
+        if decision.speculative_method and not still:
+            turned_off = True
+            decision = decision.model_copy(update={"speculative_method": None, "num_speculative_tokens": None})
+            if planner is not None:
+                decision, memory, more, _ = planner(profile, host, decision, fixed)
+                plan_trace += more
+    trace = spec_trace + trace
+    if decision.speculative_method:
+        _k_trace(decision.num_speculative_tokens, trace)
+    elif num_speculative_tokens is not None:
+        warnings.append(f"--k {num_speculative_tokens} not used: suffix decoding is off ({spec_trace[0] if spec_trace else 'memory'})")
+    trace += plan_trace
+    if on and decision.speculative_method is None:
+        trace.append("suffix turned off: at the planner's configuration the prediction no longer favours it"
+                     if turned_off else "suffix dropped by the memory planner")
     from advisor.plan.probe_plan import probe_plan
 
-    plan = probe_plan(profile.id, decision, workload, prediction, policy=outcome.speculation, k=k,
+    plan = probe_plan(profile.id, decision, workload, prediction, policy=outcome.speculation, k=final_k,
                       low=FLIP_OFF_BELOW, high=FLIP_ON_ABOVE)  # fmt: skip
     if plan is not None:
         trace.append(f"unsure: {plan.reason}; `advisor recommend --probe` (or the probe command below) settles it on this host")

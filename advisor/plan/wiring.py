@@ -27,7 +27,7 @@ def workload_for(corpus: str | None, concurrency: int, tokenizer: str, k: int, *
     result = estimate_kbar(path, tokenizer, k=k, allow_fallback=True, on_progress=on_progress)
     return Workload(
         corpus=str(path), corpus_is_file=True, concurrency=concurrency,
-        k_bar=result.tokens_per_step, k_bar_source=f"measured on {path.name} ({result.requests} requests, advisor kbar)",
+        k_bar=result.tokens_per_step, k_bar_k=k, k_bar_source=f"measured on {path.name} ({result.requests} requests, advisor kbar)",
     )  # fmt: skip
 
 
@@ -44,21 +44,21 @@ def make_predictor(settings):
             records = [r for r in store.list_records() if r.outcome == "ok"] or None
     cache_dir = settings.data_dir / "cache"
 
-    def _predict(profile: ModelProfile, host: HostContext, workload: Workload, k: int) -> dict | None:
-        return predictor(profile, host, workload, k, cache_dir=cache_dir, records=records)
+    def _predict(profile: ModelProfile, host: HostContext, workload: Workload, k: int, tp: int) -> dict | None:
+        return predictor(profile, host, workload, k, tp, cache_dir=cache_dir, records=records)
 
     return _predict
 
 
-def predictor(profile: ModelProfile, host: HostContext, workload: Workload, k: int, *,
+def predictor(profile: ModelProfile, host: HostContext, workload: Workload, k: int, tp: int, *,
               cache_dir: Path | None = None, records=None) -> dict | None:  # fmt: skip
-    """The K > R prediction as a plain dict (None when the predictor declines, e.g. no data)."""
+    """The K > R prediction at tensor_parallel_size ``tp`` and K as a plain dict (None when the
+    predictor declines, e.g. no data)."""
     from advisor.hardware.gpus import get_gpu
-    from advisor.plan.recommend import valid_tp
     from advisor.predict.api import predict
 
     state = None if host.dsa_enabled is None else ("ON" if host.dsa_enabled else "OFF")
-    pred = predict(profile, get_gpu(host.gpu), valid_tp(profile, host.gpus), workload, host_state=state, k=k, cache_dir=cache_dir, records=records)
+    pred = predict(profile, get_gpu(host.gpu), tp, workload, host_state=state, k=k, cache_dir=cache_dir, records=records)
     if pred is None:
         return None
     out = pred.model_dump(mode="json")
@@ -98,13 +98,20 @@ def measured_gain(records, model_id: str, workload: Workload, k: int, gpu: str) 
     }
 
 
-def planner(profile: ModelProfile, host: HostContext, decision: Decision):
-    """Boot feasibility: keep the decision when it boots, else take the nearest bootable one."""
+FLAG_OF = {"num_speculative_tokens": "--k", "gpu_memory_utilization": "--gmu", "tensor_parallel_size": "--tp",
+           "max_model_len": "--max-model-len"}
+"""The command-line flag that sets each Decision field the memory planner may change."""
+
+
+def planner(profile: ModelProfile, host: HostContext, decision: Decision, fixed: frozenset[str] = frozenset()):
+    """Boot feasibility: keep the decision when it boots, else take the nearest bootable one that
+    leaves the user's explicit flags (``fixed``: Decision field names) as given. When only changing
+    a flag would boot, the user's value is kept and reported as not booting, naming the flag."""
     from advisor.hardware.gpus import get_gpu
-    from advisor.plan.memory import plan_memory
+    from advisor.plan.memory import nearest_bootable, plan_memory
 
     gpu = get_gpu(host.gpu)
-    plan = plan_memory(profile, gpu, decision, num_gpus=host.gpus)
+    plan = plan_memory(profile, gpu, decision, num_gpus=host.gpus, fixed=fixed)
     trace: list[str] = []
     warnings: list[str] = []
     if plan.boots:
@@ -117,6 +124,16 @@ def planner(profile: ModelProfile, host: HostContext, decision: Decision):
         decision = alt.decision
         plan = plan_memory(profile, gpu, decision, num_gpus=host.gpus)
     else:
-        warnings.append(f"does not fit: {plan.reason}")
         trace.append(f"memory: {plan.reason}")
+        free = nearest_bootable(profile, gpu, decision, num_gpus=host.gpus) if fixed else None
+        given = ", ".join(f"{FLAG_OF[f]} {getattr(decision, f)}" for f in sorted(fixed) if f in FLAG_OF)
+        if free is not None and free.field in fixed:
+            flag = FLAG_OF[free.field]
+            warnings.append(f"does not boot with your {given} (kept as given): {plan.reason}; "
+                            f"it would boot with {free.change} (change or drop {flag})")  # fmt: skip
+        elif given:
+            warnings.append(f"does not boot with your {given} (kept as given): {plan.reason}")
+        else:
+            warnings.append(f"does not fit: {plan.reason}")
     return decision, plan.model_dump(mode="json", exclude={"alternative"}), trace, warnings
+

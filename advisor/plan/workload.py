@@ -23,3 +23,5 @@ class Workload(BaseModel):
     """Measured tokens per step with suffix decoding (from ``advisor kbar`` or probes), if known."""
     k_bar_source: str | None = None
     """Where ``k_bar`` came from."""
+    k_bar_k: int | None = Field(default=None, ge=1)
+    """num_speculative_tokens ``k_bar`` was measured at (None: at the K predicted for)."""

@@ -163,7 +163,8 @@ def predict(
     model = calibrated_model(records, cache_dir=cache_dir)
     corpus = None if workload.corpus_is_file else workload.corpus
     base = RowInputs(profile=profile, gpu=gpu, tp=tensor_parallel_size, corpus=corpus, host_state=host_state or "OFF",
-                     concurrency=workload.concurrency, k=k, k_bar=workload.k_bar)  # fmt: skip
+                     concurrency=workload.concurrency, k=k, k_bar=workload.k_bar,
+                     k_bar_k=workload.k_bar_k)  # fmt: skip
     states = [host_state] if host_state else ["OFF", "ON"]
     rows = [model.predict_row(base.model_copy(update={"host_state": s})) for s in states]
     mu = sum(r.mu for r in rows) / len(rows)
@@ -172,7 +173,7 @@ def predict(
     row = rows[0]
     source = row.k_bar_source
     if workload.k_bar:
-        source = f"measured ({workload.k_bar_source or 'given'})"
+        source = f"measured ({workload.k_bar_source or 'given'})" + row.k_bar_source.removeprefix("measured")
     elif workload.corpus and workload.corpus_is_file:
         source += "; trace file given without a measured K̄: run `advisor kbar` on it"
     elif workload.corpus and workload.corpus not in SEED_CORPORA:

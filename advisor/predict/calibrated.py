@@ -57,6 +57,8 @@ class RowInputs(BaseModel):
     k: int
     k_bar: float | None = None
     """Measured K̄, if any (else the prior is used)."""
+    k_bar_k: int | None = None
+    """K at which ``k_bar`` was measured (None: at ``k``)."""
 
 
 class RowPrediction(BaseModel):
@@ -109,9 +111,17 @@ class CalibratedModel(BaseModel):
     """What it was fitted on (``seed``, ``seed-dsa``, ``probe:<campaign>`` …, deduplicated)."""
 
     def kbar_for(self, inputs: RowInputs) -> tuple[float, str]:
+        """K̄ at ``inputs.k``: measured or the prior (at the seed's K=32), carried to this K (kbar_at_k)."""
         if inputs.k_bar:
-            return inputs.k_bar, "measured"
-        return kp.lookup(self.priors, inputs.corpus, inputs.profile.family)
+            k_bar, source, k_from = inputs.k_bar, "measured", inputs.k_bar_k or inputs.k
+        else:
+            (k_bar, source), k_from = kp.lookup(self.priors, inputs.corpus, inputs.profile.family), kp.PRIOR_K
+        if kp.max_draft(k_from) != kp.max_draft(inputs.k):
+            scaled = kp.kbar_at_k(k_bar, k_from, inputs.k)
+            source += (f"; {k_bar:.2f} at K={k_from} carried to K={inputs.k}: {scaled:.2f} "
+                       f"(bound K̄ <= 1 + K; ASSUMED constant per-token acceptance)")  # fmt: skip
+            k_bar = scaled
+        return k_bar, source
 
     def predict_row(self, inputs: RowInputs, *, model_id: str | None = None) -> RowPrediction:
         p = inputs.profile

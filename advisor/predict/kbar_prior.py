@@ -76,6 +76,38 @@ def draft_tokens(k_bar: float, k: int = 32) -> float:
     return min((max(k_bar, 1.0) - 1.0) / ACCEPTANCE, DRAFT_SHARE * min(k, MAX_TREE_DEPTH // 2))
 
 
+PRIOR_K = 32
+"""K of every seed run: the priors are K̄ at this K."""
+
+
+def max_draft(k: int) -> int:
+    """Most tokens one suffix draft holds at vLLM's defaults: min(K, tree depth // 2) (docs/kbar.md)."""
+    return max(0, min(k, MAX_TREE_DEPTH // 2))
+
+
+def kbar_at_k(k_bar: float, k_from: int, k_to: int) -> float:
+    """K̄ measured (or assumed) at K = ``k_from``, carried to K = ``k_to``.
+
+    Bound: a draft of at most n = min(K, 12) tokens emits at most 1 + n tokens, so K̄ ≤ 1 + n.
+    ASSUMED shape between the bounds: each further drafted token is accepted with one constant
+    probability a (K̄(n) = 1 + a + … + aⁿ), a solved from ``k_bar`` at ``k_from``. Not fitted: no
+    seed run varied K.
+    """
+    n0, n1 = max_draft(k_from), max_draft(k_to)
+    kb = min(max(k_bar, 1.0), 1.0 + n0)
+    if n0 == n1 or n0 == 0:
+        return min(kb, 1.0 + n1)
+
+    def total(a: float, n: int) -> float:
+        return sum(a**i for i in range(n + 1))
+
+    lo, hi = 0.0, 1.0
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if total(mid, n0) < kb else (lo, mid)
+    return total((lo + hi) / 2, n1)
+
+
 def _read_csv(name: str) -> list[dict]:
     from advisor.paths import data_path
 

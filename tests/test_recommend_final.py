@@ -1,0 +1,107 @@
+"""The prediction is for the decision actually recommended (its TP and K), and a user's explicit
+flag is never changed silently (issue 13, issue 14)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+LLAMA_8B = "meta-llama/Llama-3.1-8B-Instruct"
+LLAMA_405B_FP8 = "meta-llama/Llama-3.1-405B-Instruct-FP8"
+
+
+def _rec(run_cli, model, *args):
+    code, out, err = run_cli("recommend", model, *args, "--json")
+    assert code == 0, err
+    return json.loads(out)
+
+
+def test_prediction_uses_the_users_tp(run_cli):
+    from advisor.hardware.gpus import get_gpu
+    from advisor.model.load import load_profile
+    from advisor.plan.workload import Workload
+    from advisor.predict.api import predict
+    from advisor.settings import load_settings
+
+    tp1 = _rec(run_cli, LLAMA_8B, "--gpu", "H200", "--gpus", "8", "--tp", "1")
+    tp8 = _rec(run_cli, LLAMA_8B, "--gpu", "H200", "--gpus", "8")
+    assert tp1["decision"]["tensor_parallel_size"] == 1 and tp8["decision"]["tensor_parallel_size"] == 8
+    profile = load_profile(LLAMA_8B, load_settings())
+    direct = {tp: predict(profile, get_gpu("H200"), tp, Workload(), k=32).gain for tp in (1, 8)}
+    assert direct[1] != direct[8]
+    assert tp1["prediction"]["gain"] == pytest.approx(direct[1], rel=1e-3)
+    assert tp8["prediction"]["gain"] == pytest.approx(direct[8], rel=1e-3)
+
+
+@pytest.mark.parametrize("k", [1, 2, 4])
+def test_kbar_is_bounded_by_one_plus_k(run_cli, k):
+    rec = _rec(run_cli, LLAMA_8B, "--gpu", "H200", "--gpus", "8", "--k", str(k), "--corpus", "mix")
+    default = _rec(run_cli, LLAMA_8B, "--gpu", "H200", "--gpus", "8", "--corpus", "mix")
+    p = rec["prediction"]
+    assert rec["decision"]["num_speculative_tokens"] == k
+    assert 1.0 <= p["k_bar"] <= 1 + k
+    assert p["k_bar"] < default["prediction"]["k_bar"]  # mix's prior (K=32) exceeds what K=1..4 allows... or is carried down
+    assert f"to K={k}" in p["k_bar_source"] and "ASSUMED" in p["k_bar_source"]
+
+
+def test_kbar_at_k_bound_and_identity():
+    from advisor.predict.kbar_prior import kbar_at_k
+
+    assert kbar_at_k(2.5, 32, 32) == 2.5
+    assert kbar_at_k(2.5, 32, 16) == 2.5  # both draft at most 12 tokens at vLLM's defaults
+    for k in (1, 2, 3, 6):
+        assert kbar_at_k(2.5, 32, k) <= 1 + k
+    assert kbar_at_k(2.5, 32, 1) < kbar_at_k(2.5, 32, 3) < 2.5
+    assert kbar_at_k(1.5, 4, 32) > 1.5  # a measurement at a small K is carried up
+    assert kbar_at_k(13.0, 32, 1) == pytest.approx(2.0)  # every token accepted
+
+
+def test_reasons_name_the_final_k(run_cli):
+    rec = _rec(run_cli, LLAMA_405B_FP8, "--gpu", "B200", "--gpus", "8")
+    k = rec["decision"]["num_speculative_tokens"]
+    assert k is not None and k < 32
+    k_lines = [t for t in rec["trace"] if t.startswith("K=")]
+    assert k_lines and all(t.startswith(f"K={k}:") for t in k_lines)
+    assert any(f"re-predicted at the planner's TP 8, K={k}" in t for t in rec["trace"])
+
+
+def test_explicit_k_is_kept_when_the_planner_needs_memory(run_cli):
+    rec = _rec(run_cli, LLAMA_405B_FP8, "--gpu", "B200", "--gpus", "8", "--k", "32")
+    assert rec["decision"]["num_speculative_tokens"] == 32
+    assert rec["memory"]["boots"] is True  # something else (max_num_seqs) changed, with a warning
+    assert any("changed max_num_seqs" in w for w in rec["warnings"])
+
+
+def test_explicit_gmu_is_kept_and_reported_as_not_booting(run_cli):
+    rec = _rec(run_cli, LLAMA_8B, "--gpu", "H100", "--gpus", "1", "--gmu", "0.05")
+    assert rec["decision"]["gpu_memory_utilization"] == 0.05
+    assert rec["memory"]["boots"] is False
+    w = [w for w in rec["warnings"] if "--gmu 0.05" in w]
+    assert w and "kept as given" in w[0] and "gpu_memory_utilization 0.05 -> " in w[0]
+
+
+def test_explicit_k_unused_when_suffix_is_off_is_a_warning(run_cli):
+    rec = _rec(run_cli, "Qwen/Qwen3-30B-A3B", "--gpu", "H200", "--gpus", "1", "--k", "8")
+    assert rec["decision"]["speculative_method"] is None
+    assert any(w.startswith("--k 8 not used") and "forbids" in w for w in rec["warnings"])
+
+
+def test_explicit_max_model_len_capped_with_a_warning(run_cli):
+    rec = _rec(run_cli, LLAMA_8B, "--gpu", "H200", "--gpus", "1", "--max-model-len", "1000000")
+    assert rec["decision"]["max_model_len"] == rec["model"]["max_context"]
+    assert any("--max-model-len 1000000" in w for w in rec["warnings"])
+
+
+def test_nearest_bootable_never_changes_a_fixed_field():
+    from advisor.hardware.gpus import get_gpu
+    from advisor.model.load import load_profile
+    from advisor.plan.decision import Decision
+    from advisor.plan.memory import nearest_bootable
+    from advisor.settings import load_settings
+
+    profile = load_profile(LLAMA_8B, load_settings())
+    d = Decision(gpu_memory_utilization=0.05, tensor_parallel_size=1)
+    free = nearest_bootable(profile, get_gpu("H100"), d, num_gpus=1)
+    assert free is not None and free.field == "gpu_memory_utilization"
+    assert nearest_bootable(profile, get_gpu("H100"), d, num_gpus=1, fixed=frozenset({"gpu_memory_utilization"})) is None
