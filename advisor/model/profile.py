@@ -119,6 +119,8 @@ def build_profile(model_id: str, raw: dict, *, source: str, card: dict | None = 
         moe_layers=len(moe_ids),
         dense_layers=[i for i in range(a.layers) if a.experts and i not in moe_ids],
         expert_intermediate_size=a.expert_inter,
+        intermediate_size=a.intermediate if (not a.experts or len(moe_ids) < a.layers) else 0,
+        shared_expert_intermediate_size=a.shared_inter if a.shared_experts else 0,
         linear_attention_layers=sum(1 for k in a.layer_kinds if k == "linear"),
         mtp_layers=a.mtp_layers,
         params_total_b=round(c.total / 1e9, 3),

@@ -90,6 +90,10 @@ class ModelProfile(BaseModel):
     """Indices of layers with a dense MLP in an MoE model (e.g. DeepSeek-V3's first three)."""
     expert_intermediate_size: int = 0
     """Intermediate size of one routed expert."""
+    intermediate_size: int = 0
+    """Width of the dense MLP (``intermediate_size``; 0 when every layer is MoE)."""
+    shared_expert_intermediate_size: int = 0
+    """Total width of the shared expert(s) of an MoE layer (0 without)."""
     linear_attention_layers: int = 0
     """Layers with linear attention / state-space mixing (hybrid models such as Qwen3-Next)."""
     mtp_layers: int = 0
