@@ -265,8 +265,11 @@ def plan_memory(profile: ModelProfile, gpu: GpuSpec, decision: Decision, *, num_
 def _notes(profile: ModelProfile, d: Decision, c: dict) -> list[str]:
     notes = []
     tp = c["tp"]
-    if profile.num_attention_heads % tp:
-        notes.append(f"vLLM rejects tensor_parallel_size {tp}: {profile.num_attention_heads} attention heads are not divisible by it")
+    from advisor.model.tp_rules import tp_refusal
+
+    refusal = tp_refusal(profile, tp)
+    if refusal:
+        notes.append(f"vLLM rejects tensor_parallel_size {tp}: {refusal}")
     if profile.attention != "mla" and profile.num_kv_heads < tp:
         notes.append(f"{profile.num_kv_heads} KV heads < TP {tp}: each rank keeps one whole KV head (replicated)")
     if d.max_model_len > profile.max_context:
