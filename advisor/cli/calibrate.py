@@ -24,10 +24,13 @@ def _store_records() -> tuple[list, str]:
 
 
 def _print_evaluation(res: dict) -> None:
-    lines = ["leave-one-model-out over the seed sweep (fit on 9 models, predict the 10th)", ""]
+    lines = ["leave-one-model-out over the seed sweep (fit on 9 models, predict the 10th)",
+             "  recommend = the decision `advisor recommend` makes (rules, probe band, memory planner);",
+             "  predictor = P(win) > 0.5 alone; writeup_tree = the seed's table, written in hindsight", ""]
     head = f"  {'policy':<16} {'OFF geo':>8} {'OFF min':>8} {'OFF acc':>8}   {'ON geo':>7} {'ON min':>7} {'ON acc':>7}"
     lines.append(head)
-    policies = [("predictor", res["lomo"])] + [(k, v) for k, v in res["baselines"].items()]
+    policies = [("recommend", res["lomo"]["product"]), ("predictor", res["lomo"])]
+    policies += [(k, v) for k, v in res["baselines"].items()]
     for name, sc in policies:
         o, n = sc["OFF"], sc["ON"]
         lines.append(f"  {name:<16} {o['geo_frac']:>8.4f} {o['min_frac']:>8.3f} {o['accuracy']:>8.3f}   "
@@ -49,6 +52,9 @@ def _print_evaluation(res: dict) -> None:
         on = entry.get("ON", {}).get("geo_frac")
         fmt = lambda v: f"{v:.4f}" if v is not None else "  -   "  # noqa: E731
         lines.append(f"    {label:<26} {fmt(off)} / {fmt(on)}")
+    prod = res["lomo"]["product"]
+    lines += ["", f"  recommend rows in the 0.30-0.70 probe band (scored as launched without --probe): "
+              f"OFF {prod['OFF']['unsure_rows']}, ON {prod['ON']['unsure_rows']}"]
     lines += ["", "  frac = throughput of the chosen option / better of suffix and vanilla, same host state"]
     print("\n".join(lines))
 
@@ -64,9 +70,16 @@ def calibrate_cmd(
 
     profile_of = default_profile_of(settings())
     if evaluate:
+        from advisor.plan.evaluate_product import evaluate_product
+        from advisor.predict.dataset import seed_observations
         from advisor.predict.evaluate import evaluate as run_eval
+        from advisor.predict.evaluate import lomo_fits
+        from advisor.rules.loader import load_rules
 
-        res = run_eval(profile_of)
+        obs = seed_observations(replicates=True)
+        fits = lomo_fits(profile_of, obs)
+        res = run_eval(profile_of, observations=obs, fits=fits)
+        res["lomo"]["product"] = evaluate_product(profile_of, observations=obs, fits=fits, rules=load_rules(settings().rules_dirs))
         if json_out:
             emit_json(res)
         else:

@@ -155,12 +155,14 @@ def predict(
     k: int = 32,
     records=None,
     cache_dir=None,
+    fitted=None,
 ) -> Prediction:
-    """Predict the suffix gain for ``profile`` on ``tensor_parallel_size`` × ``gpu`` under ``workload``."""
+    """Predict the suffix gain for ``profile`` on ``tensor_parallel_size`` × ``gpu`` under ``workload``
+    (with ``fitted``, a given CalibratedModel, e.g. a leave-one-model-out fit, instead of the shipped one)."""
     from advisor.predict.calibrated import RowInputs
     from advisor.predict.explain import explain
 
-    model = calibrated_model(records, cache_dir=cache_dir)
+    model = fitted or calibrated_model(records, cache_dir=cache_dir)
     corpus = None if workload.corpus_is_file else workload.corpus
     base = RowInputs(profile=profile, gpu=gpu, tp=tensor_parallel_size, corpus=corpus, host_state=host_state or "OFF",
                      concurrency=workload.concurrency, k=k, k_bar=workload.k_bar,

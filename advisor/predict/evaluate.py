@@ -71,20 +71,32 @@ def writeup_tree(o: Observation, arch: str) -> bool:
     return True
 
 
+def lomo_fits(profile_of: ProfileFn, observations: list[Observation], progress: Callable[[str], None] | None = None) -> dict:
+    """{held-out model: the model fitted without any of its rows} for every seed model."""
+    from advisor.predict.calibrated import fit
+
+    out = {}
+    for m in sorted({o.model for o in observations if o.source == "seed"}):
+        if progress:
+            progress(m)
+        out[m] = fit(observations, profile_of, exclude_model=m)
+    return out
+
+
 def evaluate(profile_of: ProfileFn, *, observations: list[Observation] | None = None,
-             progress: Callable[[str], None] | None = None) -> dict:  # fmt: skip
-    """Run leave-one-model-out and the baselines; returns the ``--json`` object."""
+             progress: Callable[[str], None] | None = None, fits: dict | None = None) -> dict:  # fmt: skip
+    """Run leave-one-model-out and the baselines; returns the ``--json`` object (``fits``: from
+    :func:`lomo_fits` on the same observations, to reuse them)."""
     from advisor.predict.api import decide_p
-    from advisor.predict.calibrated import fit, inputs_for
+    from advisor.predict.calibrated import inputs_for
 
     obs = observations if observations is not None else seed_observations(replicates=True)
     scored = [o for o in obs if o.source == "seed"]
     models = sorted({o.model for o in scored})
+    fits = fits if fits is not None else lomo_fits(profile_of, obs, progress)
     results: list[RowResult] = []
     for m in models:
-        if progress:
-            progress(m)
-        model = fit(obs, profile_of, exclude_model=m)
+        model = fits[m]
         for o in (o for o in scored if o.model == m):
             pred = model.predict_row(inputs_for(o, profile_of(o.model)), model_id=o.model)
             p_win = 0.5 * (1.0 + math.erf(pred.mu / (pred.sigma * math.sqrt(2.0))))

@@ -1,0 +1,72 @@
+"""Leave-one-model-out score of the decision ``advisor recommend`` makes (not of the predictor alone).
+
+For every scored seed row (model, corpus, host state) this runs :func:`advisor.plan.recommend.recommend`
+itself — the bundled rules, the 0.30–0.70 probe band around the rules' default, the measured-gain
+override and the memory planner — with the predictor fitted without any row of that model
+(``advisor.predict.evaluate.lomo_fits``), on the seed's host (8 x B200, host state as the row) and
+traffic (the row's corpus, concurrency 32). The recommended suffix on/off is then scored like the
+predictor-only policy: throughput of the chosen option / the better of suffix and vanilla.
+
+The measured-gain override is in the code path but never fires here: the held-out model's only
+measurements are the rows being scored, and using them would be the answer. A row in the probe
+band is scored by what ``recommend`` launches without ``--probe`` (the rules' default); the count
+of such rows is reported beside the score.
+"""
+
+from __future__ import annotations
+
+from advisor.predict.dataset import Observation, ProfileFn, SEED_GPU, seed_observations
+from advisor.predict.evaluate import STATES, lomo_fits, score
+
+
+def _predictor(fitted):
+    from advisor.hardware.gpus import get_gpu
+    from advisor.predict.api import predict
+
+    def _predict(profile, host, workload, k, tp):
+        state = "ON" if host.dsa_enabled else "OFF"
+        pred = predict(profile, get_gpu(host.gpu), tp, workload, host_state=state, k=k, fitted=fitted)
+        out = pred.model_dump(mode="json")
+        out["measured"] = None  # no probe record of the held-out model outside the scored rows
+        return out
+
+    return _predict
+
+
+def product_decision(o: Observation, profile, fitted, rules) -> tuple[bool, bool, float | None]:
+    """(suffix chosen, in the probe band, P(win)) of ``recommend`` for seed row ``o``."""
+    from advisor.plan.host import HostContext
+    from advisor.plan.recommend import FLIP_OFF_BELOW, FLIP_ON_ABOVE, recommend
+    from advisor.plan.wiring import planner
+    from advisor.plan.workload import Workload
+
+    host = HostContext(gpu=o.gpu or SEED_GPU, gpus=o.tp, origin="seed sweep host", dsa_enabled=o.host_state == "ON")
+    workload = Workload(corpus=o.corpus, concurrency=o.concurrency)
+    rec = recommend(profile, host, workload, rules, predictor=_predictor(fitted), planner=planner)
+    p_win = (rec.prediction or {}).get("p_win")
+    unsure = p_win is not None and FLIP_OFF_BELOW <= p_win <= FLIP_ON_ABOVE
+    return rec.decision.speculative_method is not None, unsure, p_win
+
+
+def evaluate_product(profile_of: ProfileFn, *, observations: list[Observation] | None = None,
+                     fits: dict | None = None, rules=None) -> dict:  # fmt: skip
+    """``{OFF: Score + unsure_rows, ON: …, method}``; ``fits`` from lomo_fits on the same observations."""
+    from advisor.rules.loader import load_rules
+
+    obs = observations if observations is not None else seed_observations(replicates=True)
+    fits = fits if fits is not None else lomo_fits(profile_of, obs)
+    rules = rules if rules is not None else load_rules()
+    scored = [o for o in obs if o.source == "seed"]
+    out: dict = {}
+    rows: dict[str, list] = {s: [] for s in STATES}
+    unsure: dict[str, int] = {s: 0 for s in STATES}
+    for o in scored:
+        chose, band, _ = product_decision(o, profile_of(o.model), fits[o.model], rules)
+        rows[o.host_state].append((o, chose))
+        unsure[o.host_state] += band
+    for state in STATES:
+        out[state] = score(rows[state]).model_dump() | {"unsure_rows": unsure[state]}
+    out["method"] = ("leave-one-model-out, scoring advisor recommend's own decision (bundled rules, the 0.30-0.70 "
+                     "probe band around the rule's default, measured overrides, memory planner) on the seed host; "
+                     "unsure_rows = rows in the probe band, scored as launched without --probe")  # fmt: skip
+    return out
