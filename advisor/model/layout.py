@@ -77,8 +77,44 @@ def _moe(mt: str, cfg: dict, a: TextArch) -> None:
         raise ConfigError(f"config.json ({mt}) has {a.experts} experts but no num_experts_per_tok")
 
 
+_COUNTS_POSITIVE = ("num_key_value_heads", "head_dim", "max_position_embeddings", "kv_lora_rank", "q_lora_rank",
+                    "sliding_window", "v_head_dim")
+"""Optional config fields that, when set, must be a positive integer."""
+_COUNTS_NON_NEGATIVE = ("intermediate_size", "moe_intermediate_size", "intermediate_size_mlp", "num_local_experts",
+                        "num_experts", "n_routed_experts", "num_experts_per_tok", "experts_per_token", "n_shared_experts",
+                        "shared_expert_intermediate_size", "first_k_dense_replace", "num_nextn_predict_layers",
+                        "qk_nope_head_dim", "qk_rope_head_dim")
+"""Optional config fields that, when set, must be an integer >= 0."""
+
+
+def _check_counts(cfg: dict, mt: str) -> None:
+    """Impossible values are a ConfigError naming the field (never read as a default)."""
+    for key in _COUNTS_POSITIVE + _COUNTS_NON_NEGATIVE:
+        value = cfg.get(key)
+        if value is None:
+            continue
+        low = 1 if key in _COUNTS_POSITIVE else 0
+        if not isinstance(value, int) or isinstance(value, bool) or value < low:
+            want = "a positive integer" if low else "an integer >= 0"
+            raise ConfigError(f"config.json ({mt}) has {key}={value!r}; expected {want} (or leave the field out)")
+
+
+def _check_layout(mt: str, a: TextArch) -> None:
+    if not a.mla:
+        if a.kv_heads > a.heads:
+            raise ConfigError(f"config.json ({mt}) has num_key_value_heads={a.kv_heads} > num_attention_heads={a.heads}; "
+                              "a KV head serves one or more query heads, so it must be <= num_attention_heads")  # fmt: skip
+        if a.heads % a.kv_heads:
+            raise ConfigError(f"config.json ({mt}) has num_attention_heads={a.heads} not divisible by "
+                              f"num_key_value_heads={a.kv_heads}; grouped-query attention needs equal groups")  # fmt: skip
+    if a.experts and a.top_k > a.experts:
+        raise ConfigError(f"config.json ({mt}) routes each token to num_experts_per_tok={a.top_k} experts but has only "
+                          f"{a.experts}; num_experts_per_tok must be <= the expert count")  # fmt: skip
+
+
 def build_arch(mt: str, cfg: dict, raw: dict, notes: list[str]) -> TextArch:
     """Fill a TextArch for model_type ``mt`` from the (defaults-filled) text config ``cfg``."""
+    _check_counts(cfg, mt)
     hidden = _req(cfg, "hidden_size", mt)
     layers = _req(cfg, "num_hidden_layers", mt)
     vocab = _req(cfg, "vocab_size", mt)
@@ -116,6 +152,7 @@ def build_arch(mt: str, cfg: dict, raw: dict, notes: list[str]) -> TextArch:
     if mt == "gpt_oss":
         a.sinks = True
     _moe(mt, cfg, a)
+    _check_layout(mt, a)
     a.layer_kinds, a.window = _layer_kinds(mt, cfg, layers)
     if "linear" in a.layer_kinds:
         a.linear = {

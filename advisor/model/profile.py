@@ -48,7 +48,15 @@ def weights_dtype(raw: dict, quant: QuantInfo) -> tuple[str, int]:
     """(name of the bulk weight dtype, bytes per unquantized weight)."""
     text = raw.get("text_config") or {}
     name = str(raw.get("torch_dtype") or raw.get("dtype") or text.get("torch_dtype") or text.get("dtype") or "bfloat16")
-    short, nbytes = _DTYPES.get(name.replace("torch.", ""), ("bf16", 2))
+    key = "torch_dtype" if (raw.get("torch_dtype") or text.get("torch_dtype")) else "dtype"
+    if name.replace("torch.", "") not in _DTYPES:
+        raise ConfigError(f"config.json has {key}={name!r}, not a dtype vLLM loads weights in; expected bfloat16, "
+                          "float16 or float32 (quantized checkpoints say so in quantization_config)")  # fmt: skip
+    short, nbytes = _DTYPES[name.replace("torch.", "")]
+    if short == "fp32":
+        # vLLM's dtype=auto downcasts float32 checkpoints (vllm/config/model.py _resolve_auto_dtype, "Downcast
+        # for float32 models"): to bfloat16 on Ampere and later, float16 before; 2 bytes either way.
+        short, nbytes = "bf16", 2
     if quant.method in _FP8_METHODS or (quant.method == "compressed-tensors" and quant.weight_bits == 8 and "fp8" in (quant.fmt or "")):
         return "fp8", nbytes
     if quant.method == "mxfp4":
@@ -85,6 +93,7 @@ def build_profile(model_id: str, raw: dict, *, source: str, card: dict | None = 
     a = normalise(raw)
     quant = parse_quant(raw)
     dtype, dense_bytes = weights_dtype(raw, quant)
+    stored = str(raw.get("torch_dtype") or raw.get("dtype") or (raw.get("text_config") or {}).get("torch_dtype") or "")
     c = count(a, quant, dense_bytes)
     kv_all, kv_full, sliding_layers = kv_bytes_per_token(a)
     family, family_note = infer_family(model_id, card.get("family"))
@@ -92,6 +101,9 @@ def build_profile(model_id: str, raw: dict, *, source: str, card: dict | None = 
     attention = "mla" if a.mla else ("mha" if kv == heads else ("mqa" if kv == 1 else "gqa"))
     moe_ids = set(a.moe_layer_ids)
     notes = list(a.notes) + ([family_note] if family_note else [])
+    if stored.replace("torch.", "") in ("float32", "float"):
+        notes.append("checkpoint stored in float32: vLLM's dtype=auto loads it as bfloat16 (float16 before Ampere), "
+                     "so weights are planned at 2 bytes per parameter (pass --dtype float32 to vLLM to keep 4)")
     if a.mtp_layers:
         notes.append(f"{a.mtp_layers} MTP layer(s) in the checkpoint are not counted")
     multimodal = isinstance(raw.get("text_config"), dict) or any(k in raw for k in ("vision_config", "audio_config"))
