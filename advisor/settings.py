@@ -124,7 +124,16 @@ def load_settings(**overrides: Any) -> Settings:
     clean = {k: v for k, v in overrides.items() if v is not None}
     try:
         return Settings(**clean)
-    except ValidationError as exc:
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"settings file {_config_file()}: not UTF-8 text (offset {exc.start}); save it as UTF-8 TOML") from None
+    except ValueError as exc:
+        import tomllib
+
+        if isinstance(exc, tomllib.TOMLDecodeError):
+            raise UsageError(f"settings file {_config_file()}: TOML syntax error: {exc}; fix it or point ADVISOR_CONFIG "
+                             "at another file") from None  # fmt: skip
+        if not isinstance(exc, ValidationError):
+            raise
         first = exc.errors()[0]
         loc = ".".join(str(p) for p in first["loc"])
         raise UsageError(

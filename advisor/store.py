@@ -56,7 +56,11 @@ class ProbeStore:
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise DataError(f"cannot create the data directory {self.path.parent}: {exc.strerror or exc}; "
+                            "pass --data-dir (or ADVISOR_DATA_DIR) a writable directory") from None  # fmt: skip
         try:
             self._conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
         except sqlite3.Error as exc:

@@ -91,10 +91,16 @@ def probe_cmd(
         extra = shlex.split(extra_args)
     except ValueError as exc:
         raise UsageError(f"--extra-args: {exc}") from None
-    spec = CampaignSpec(
-        model=model, corpus=corpus, configs=parse_configs(configs), load=load, base=base, server_cmd=server_cmd,
-        extra_args=extra, api=api, campaign=campaign, boot_timeout_s=boot_timeout, retry_failed=retry_failed,
-    )  # fmt: skip
+    try:
+        spec = CampaignSpec(
+            model=model, corpus=corpus, configs=parse_configs(configs), load=load, base=base, server_cmd=server_cmd,
+            extra_args=extra, api=api, campaign=campaign, boot_timeout_s=boot_timeout, retry_failed=retry_failed,
+        )  # fmt: skip
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = ".".join(map(str, first["loc"]))
+        hint = (" (letters, digits, '.', '_', '-'; it names a folder under the data dir)" if field == "campaign" else "")
+        raise UsageError(f"--{field} {first.get('input')!r}: {first['msg']}{hint}") from None
     result, store = run_spec(spec, quiet=json_out)
     if json_out:
         emit_json({

@@ -29,11 +29,13 @@ def build_recommendation(model, gpu, gpus, tp, corpus, tokenizer, concurrency, m
     from advisor.cli.common import replay_progress
 
     on_progress, prog = replay_progress(corpus is not None and Path(corpus).expanduser().is_file() and sys.stderr.isatty())
+    fallback = tokenizer is None  # a --tokenizer the user named is never substituted
     if prog is None:
-        workload = workload_for(corpus, concurrency, tokenizer or model, k or 32)
+        workload = workload_for(corpus, concurrency, tokenizer or model, k or 32, allow_fallback=fallback)
     else:  # replaying a trace file takes seconds to minutes: show it
         with prog:
-            workload = workload_for(corpus, concurrency, tokenizer or model, k or 32, on_progress=on_progress)
+            workload = workload_for(corpus, concurrency, tokenizer or model, k or 32, on_progress=on_progress,
+                                    allow_fallback=fallback)  # fmt: skip
     return recommend(
         profile, host, workload, load_rules(s.rules_dirs),
         tensor_parallel_size=tp, max_model_len=max_model_len, num_speculative_tokens=k,

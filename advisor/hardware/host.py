@@ -216,9 +216,11 @@ def load_host(path: Path) -> HostFingerprint:
     Raises UsageError when the file cannot be read, DataError when it is not a fingerprint.
     """
     try:
-        text = Path(path).read_text()
+        text = Path(path).read_text(encoding="utf-8")
     except OSError as exc:
         raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise DataError(f"{path}: not UTF-8 text (offset {exc.start}): not a fingerprint written by `advisor host --save`") from None
     try:
         data = json.loads(text)
     except ValueError as exc:

@@ -29,6 +29,12 @@ _FALLBACK_FILE = "deepseek_tokenizer.json"
 _EOS_GUESSES = ("<|im_end|>", "<|eot_id|>", "<|end_of_text|>", "<|endoftext|>", "<｜end▁of▁sentence｜>", "</s>", "<eos>")
 
 
+def is_rust_panic(exc: BaseException) -> bool:
+    """A Rust panic inside ``tokenizers`` (pyo3's PanicException derives from BaseException, so
+    ``except Exception`` lets it through)."""
+    return type(exc).__name__ == "PanicException"
+
+
 def fallback_tokenizer_file() -> Path | None:
     """Path of litellm's bundled DeepSeek-V3 tokenizer.json, or None when litellm is not installed."""
     import importlib.metadata as md
@@ -71,9 +77,15 @@ class KbarTokenizer:
     def _encode(self, texts: list[str], special: bool) -> list[list[int]]:
         if not texts:
             return []
-        if self._raw is not None:
-            return [e.ids for e in self._raw.encode_batch(texts, add_special_tokens=special)]
-        return list(self._hf(texts, add_special_tokens=special)["input_ids"])
+        try:
+            if self._raw is not None:
+                return [e.ids for e in self._raw.encode_batch(texts, add_special_tokens=special)]
+            return list(self._hf(texts, add_special_tokens=special)["input_ids"])
+        except BaseException as exc:
+            if not is_rust_panic(exc):
+                raise
+            raise DependencyError(f"the tokenizer {self.name} crashed (Rust panic in tokenizers) while encoding: {exc}; "
+                                  "pass another --tokenizer") from None  # fmt: skip
 
     def render(self, prompt: Prompt) -> tuple[str, bool]:
         """(text, add_special_tokens) for a prompt: chat messages go through the chat template."""
@@ -173,7 +185,9 @@ def load_tokenizer(
 
         try:
             raw = Tokenizer.from_file(str(path))
-        except Exception as exc:  # noqa: BLE001 - tokenizers raises bare Exception for bad files; re-raised as ours
+        except BaseException as exc:  # noqa: BLE001 - bare Exception for bad files, PanicException (BaseException) for worse
+            if not (isinstance(exc, Exception) or is_rust_panic(exc)):
+                raise
             raise DependencyError(f"cannot load tokenizer file {path}: {exc}") from None
         eos = next((raw.token_to_id(t) for t in _EOS_GUESSES if raw.token_to_id(t) is not None), None)
         return KbarTokenizer(name=str(path), label=f"{path} (tokenizer.json)", fallback=False, _raw=raw, eos_id=eos)
@@ -189,7 +203,9 @@ def load_tokenizer(
             if local or offline:
                 raise
             hf = AutoTokenizer.from_pretrained(name, cache_dir=cache)
-    except Exception as exc:  # noqa: BLE001 - OSError, ValueError, hub errors: "not loadable here", re-raised
+    except BaseException as exc:  # noqa: BLE001 - OSError, ValueError, hub errors, Rust panics: "not loadable here"
+        if not (isinstance(exc, Exception) or is_rust_panic(exc)):
+            raise
         where = f"directory {path}" if local else f"{spec!r} ({'offline: HF cache only' if offline else 'HF cache or hub'})"
         reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         if allow_fallback and not local:

@@ -37,6 +37,9 @@ def _read_json(path: Path) -> dict:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path} is not UTF-8 text (byte {exc.object[exc.start]:#04x} at offset {exc.start}); "
+                          "save it as UTF-8 JSON") from None  # fmt: skip
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -96,7 +99,10 @@ def _from_catalog(model: str, roots: list[Path]) -> ResolvedConfig | None:
                 if card_path.is_file():
                     import yaml
 
-                    card = yaml.safe_load(card_path.read_text()) or {}
+                    try:
+                        card = yaml.safe_load(card_path.read_text(encoding="utf-8")) or {}
+                    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+                        raise ConfigError(f"{card_path}: cannot read the catalog card: {exc}") from None
                 canonical = f"{cand.parent.name}/{cand.name}"
                 return ResolvedConfig(id=canonical, config=_read_json(cfg), origin=f"bundled catalog ({root})", path=cfg, card=card)
     return None
@@ -105,7 +111,11 @@ def _from_catalog(model: str, roots: list[Path]) -> ResolvedConfig | None:
 def _from_hf_cache(model: str, cache_dir: Path | None) -> ResolvedConfig | None:
     from huggingface_hub import try_to_load_from_cache
 
-    found = try_to_load_from_cache(model, "config.json", cache_dir=str(cache_dir) if cache_dir else None)
+    try:
+        found = try_to_load_from_cache(model, "config.json", cache_dir=str(cache_dir) if cache_dir else None)
+    except ValueError as exc:  # huggingface_hub's HFValidationError: "Cannot have -- or .. in repo_id"
+        raise ModelNotFoundError(f"{model!r} is not a valid Hugging Face id ({exc}); pass org/name "
+                                 "(letters, digits, '-', '_', '.', no '--' or '..') or a local path") from None
     if isinstance(found, str) and Path(found).is_file():
         return ResolvedConfig(id=model, config=_read_json(Path(found)), origin="HF cache", path=Path(found))
     return None

@@ -63,7 +63,7 @@ def build_facts(profile: ModelProfile, host: HostContext, workload: Workload) ->
     """Flat fact namespace the rules' ``when`` clauses read."""
     facts: dict[str, Any] = {f"model.{k}": v for k, v in profile.inspect_json().items() if not isinstance(v, (dict, list))}
     facts.update({f"host.{k}": v for k, v in host.model_dump().items() if not isinstance(v, (dict, list))})
-    facts.update({f"workload.{k}": v for k, v in workload.model_dump().items()})
+    facts.update({f"workload.{k}": v for k, v in workload.model_dump().items() if not isinstance(v, (dict, list))})
     facts["workload.corpus_kind"] = corpus_kind(workload)
     return facts
 
@@ -169,7 +169,7 @@ def recommend(
     outcome = apply_rules(rules, build_facts(profile, host, workload))
     fields = dict(outcome.fields)
     k = num_speculative_tokens or fields.get("num_speculative_tokens") or 32
-    warnings = list(host.notes) + list(outcome.warnings)
+    warnings = list(host.notes) + list(workload.notes) + list(outcome.warnings)
     trace: list[str] = []
     tp = tensor_parallel_size or valid_tp(profile, host.gpus)
     if tensor_parallel_size is None and tp != host.gpus:

@@ -12,8 +12,13 @@ from advisor.plan.host import HostContext
 from advisor.plan.workload import SEED_CORPORA, Workload
 
 
-def workload_for(corpus: str | None, concurrency: int, tokenizer: str, k: int, *, on_progress=None) -> Workload:
-    """A seed corpus name, a trace file (K̄ measured with ``advisor kbar``'s estimator), or unknown."""
+def workload_for(corpus: str | None, concurrency: int, tokenizer: str, k: int, *, on_progress=None,
+                 allow_fallback: bool = True) -> Workload:  # fmt: skip
+    """A seed corpus name, a trace file (K̄ measured with ``advisor kbar``'s estimator), or unknown.
+
+    ``allow_fallback``: when ``tokenizer`` (the model's, by default) cannot be loaded, measure with
+    the labelled built-in fallback and say so in ``notes``; False (the user named ``--tokenizer``)
+    fails like ``advisor kbar`` does."""
     if corpus is None:
         return Workload(concurrency=concurrency)
     if corpus in SEED_CORPORA:
@@ -24,10 +29,15 @@ def workload_for(corpus: str | None, concurrency: int, tokenizer: str, k: int, *
     from advisor.kbar.estimate import estimate_kbar
 
     # No early stop: a still-warming shared cache biases an early K̄ low (docs/kbar.md).
-    result = estimate_kbar(path, tokenizer, k=k, allow_fallback=True, on_progress=on_progress)
+    result = estimate_kbar(path, tokenizer, k=k, allow_fallback=allow_fallback, on_progress=on_progress)
+    notes = []
+    if result.tokenizer_fallback:
+        notes.append(f"K̄ of {path.name} was measured with a substituted tokenizer: {result.tokenizer} "
+                     f"({tokenizer!r} could not be loaded); pass --tokenizer for the model's own")  # fmt: skip
     return Workload(
-        corpus=str(path), corpus_is_file=True, concurrency=concurrency,
-        k_bar=result.tokens_per_step, k_bar_k=k, k_bar_source=f"measured on {path.name} ({result.requests} requests, advisor kbar)",
+        corpus=str(path), corpus_is_file=True, concurrency=concurrency, notes=notes,
+        k_bar=result.tokens_per_step, k_bar_k=k,
+        k_bar_source=f"measured on {path.name} ({result.requests} requests, advisor kbar, tokenizer {result.tokenizer})",
     )  # fmt: skip
 
 

@@ -23,5 +23,7 @@ class Workload(BaseModel):
     """Measured tokens per step with suffix decoding (from ``advisor kbar`` or probes), if known."""
     k_bar_source: str | None = None
     """Where ``k_bar`` came from."""
+    notes: list[str] = Field(default_factory=list)
+    """What was substituted or assumed while measuring the traffic (e.g. the tokenizer)."""
     k_bar_k: int | None = Field(default=None, ge=1)
     """num_speculative_tokens ``k_bar`` was measured at (None: at the K predicted for)."""

@@ -48,8 +48,9 @@ class CampaignSpec(BaseModel):
     extra_args: list[str] = Field(default_factory=list)
     env: dict[str, str] = Field(default_factory=dict)
     api: str = "auto"
-    campaign: str | None = None
-    """Explicit campaign id; default: derived from the settings (see module doc)."""
+    campaign: str | None = Field(default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+    """Explicit campaign id (letters, digits, '.', '_', '-'; it names a folder under the data dir, so
+    no '/' and no leading '.'); default: derived from the settings (see module doc)."""
     boot_timeout_s: float = Field(default=900.0, gt=0)
     retry_failed: bool = False
     vllm_version: str = "0.32"

@@ -16,6 +16,9 @@ def _load_file(path: Path) -> list[Rule]:
         raw = yaml.safe_load(path.read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError) as exc:
         raise DataError(f"rules file {path}: cannot read: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise DataError(f"rules file {path}: not UTF-8 text (byte {exc.object[exc.start]:#04x} at offset "
+                        f"{exc.start}); save it as UTF-8 YAML") from None  # fmt: skip
     if not isinstance(raw, dict) or not isinstance(raw.get("rules"), list):
         raise DataError(f"rules file {path}: expected a mapping with a 'rules' list")
     rules = []

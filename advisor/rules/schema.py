@@ -35,7 +35,10 @@ class Condition(BaseModel):
     @classmethod
     def _regex(cls, value: str | None) -> str | None:
         if value is not None:
-            re.compile(value)
+            try:
+                re.compile(value)
+            except re.error as exc:  # not a ValueError: pydantic would let it escape
+                raise ValueError(f"invalid regular expression {value!r}: {exc}") from None
         return value
 
     def test(self, value: Any) -> bool:
