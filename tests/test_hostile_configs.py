@@ -59,3 +59,8 @@ def test_float32_checkpoint_is_planned_at_what_vllm_auto_loads(run_cli, tmp_path
     assert code == code2 == 0
     assert fp32["weight_bytes"] == bf16["weight_bytes"] and fp32["weights_dtype"] == "bf16"
     assert any("float32" in n and "bfloat16" in n for n in fp32["notes"])
+
+
+def test_absurd_layer_count_is_refused_before_it_exhausts_memory(run_cli, tmp_path):
+    code, _, err = run_cli("inspect", _model(tmp_path, {**LLAMA, "num_hidden_layers": 10**10}))
+    assert code == 4 and "num_hidden_layers=10000000000" in err and "MemoryError" not in err

@@ -103,6 +103,10 @@ def main(argv: list[str] | None = None) -> int:
         return exc.exit_code
     except click_exit as exc:
         return exc.exit_code
+    except MemoryError:
+        print("error: out of memory: an input asks for an absurd size (a config count, a --max-requests, a corpus); "
+              "check the values you passed", file=sys.stderr)  # fmt: skip
+        return 1
     except Exception as exc:  # noqa: BLE001 - the one place unexpected errors become a message
         import os
 

@@ -84,6 +84,10 @@ ATTENTION_FREE = ("mamba", "mamba2", "rwkv", "rwkv5", "rwkv6", "xlstm", "falcon_
 """model_types with no attention layers: the KV-cache, memory and step-cost models do not apply."""
 
 
+MAX_LAYERS = 10_000
+"""More decoder layers than this is a corrupt config (the largest served models have a few hundred)."""
+
+
 def _req(cfg: dict, key: str, model_type: str) -> int:
     value = cfg.get(key)
     if value is None and key == "num_attention_heads" and model_type in ATTENTION_FREE:
@@ -93,6 +97,9 @@ def _req(cfg: dict, key: str, model_type: str) -> int:
         raise ConfigError(f"config.json ({model_type}) is missing {key!r}, which the profile needs; is this a complete Hugging Face config?")
     if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
         raise ConfigError(f"config.json ({model_type}) has {key}={value!r}; expected a positive integer")
+    if key == "num_hidden_layers" and value > MAX_LAYERS:
+        raise ConfigError(f"config.json ({model_type}) has num_hidden_layers={value}; no served model has more than "
+                          f"{MAX_LAYERS} layers (the profile lists each one)")  # fmt: skip
     return value
 
 
