@@ -4,6 +4,7 @@ against the stand-in vLLM server (tests/vllm_helpers/fake_vllm.py) and a real SQ
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import sys
 from pathlib import Path
@@ -45,6 +46,14 @@ def test_plan_command_is_quoted_and_uses_the_traffic():
 
 @pytest.fixture()
 def data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    # recommend and the probe run on one "8 x H200" host (an nvidia-smi on PATH that prints a captured
+    # H200's answer): a measurement decides only for the host, GPU, TP and concurrency it was taken at.
+    from tests.test_host_collect import H200_QUERY, fake_nvidia_smi
+
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    fake_nvidia_smi(bindir, "".join(H200_QUERY.replace("0, ", f"{i}, ", 1) for i in range(8)))  # 8 x H200: unsure
+    monkeypatch.setenv("PATH", f"{bindir}:{os.environ['PATH']}")
     monkeypatch.setenv("FAKE_TOKEN_S", "0.005")
     monkeypatch.setenv("FAKE_TOKENS", "64")  # long enough replies that HTTP overheads do not blur the ratio
     monkeypatch.setenv("FAKE_SPEC_STEP_COST", "1.25")  # K̄ = 2 > R = 1.25: suffix ≈ 1.6x on this "host"

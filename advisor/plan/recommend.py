@@ -93,6 +93,10 @@ def _speculate(outcome: RulesOutcome, prediction: dict | None, trace: list[str])
         trace.append(f"rule {rule} forbids suffix decoding; the prediction does not override it")
         return False
     measured = prediction.get("measured") if prediction else None
+    for n in (prediction or {}).get("measured_near") or []:
+        trace.append(f"probe campaign {n['campaign']} measured suffix at {n['gain']:.2f}x vanilla for this model, traffic and "
+                     f"K, but not for this deployment ({'; '.join(n['differs'])}): not used to decide (it only "
+                     "informs the calibrated fit)")  # fmt: skip
     if measured:
         on = measured["gain"] > 1.0
         trace.append(

@@ -54,16 +54,30 @@ def make_predictor(settings):
             records = [r for r in store.list_records() if r.outcome == "ok"] or None
     cache_dir = settings.data_dir / "cache"
 
+    seen: list[str | None] = []
+
+    def _fingerprint() -> str | None:
+        """This machine's host fingerprint (what a probe here records), computed at most once."""
+        if not seen:
+            from advisor.hardware.host import collect_host
+
+            try:
+                seen.append(collect_host(settings).fingerprint)
+            except Exception:  # noqa: BLE001 - unknown fingerprint: no measurement counts as exact
+                seen.append(None)
+        return seen[0]
+
     def _predict(profile: ModelProfile, host: HostContext, workload: Workload, k: int, tp: int) -> dict | None:
-        return predictor(profile, host, workload, k, tp, cache_dir=cache_dir, records=records)
+        return predictor(profile, host, workload, k, tp, cache_dir=cache_dir, records=records, fingerprint=_fingerprint)
 
     return _predict
 
 
 def predictor(profile: ModelProfile, host: HostContext, workload: Workload, k: int, tp: int, *,
-              cache_dir: Path | None = None, records=None) -> dict | None:  # fmt: skip
+              cache_dir: Path | None = None, records=None, fingerprint=None) -> dict | None:  # fmt: skip
     """The K > R prediction at tensor_parallel_size ``tp`` and K as a plain dict (None when the
-    predictor declines, e.g. no data)."""
+    predictor declines, e.g. no data), with what probes measured for exactly this deployment
+    (``measured``) and for nearly this one (``measured_near``: not used to decide)."""
     from advisor.hardware.gpus import get_gpu
     from advisor.predict.api import predict
 
@@ -72,7 +86,8 @@ def predictor(profile: ModelProfile, host: HostContext, workload: Workload, k: i
     if pred is None:
         return None
     out = pred.model_dump(mode="json")
-    out["measured"] = measured_gain(records or [], profile.id, workload, k, host.gpu)
+    scope = Scope(model=profile.id, corpus=workload.corpus, k=k, gpu=host.gpu, tp=tp, concurrency=workload.concurrency)
+    out["measured"], out["measured_near"] = measured_gain(records or [], scope, fingerprint)
     return out
 
 
@@ -85,27 +100,68 @@ def _same_corpus(a: str | None, b: str | None) -> bool:
     return pa.is_file() and pb.is_file() and pa.resolve() == pb.resolve()
 
 
-def measured_gain(records, model_id: str, workload: Workload, k: int, gpu: str) -> dict | None:
-    """What probes on this host measured for exactly this model, traffic and K (vanilla and
-    suffix:K of one campaign, both ok), or None. A measurement on the user's host outranks the
-    prediction (advisor.plan.recommend._speculate)."""
-    from advisor.predict.dataset import probe_observations
+class Scope:
+    """The deployment a measurement must match to decide: model, traffic, K, GPU, TP, concurrency,
+    this host's fingerprint and no per-configuration overrides."""
 
-    hits = [o for o in probe_observations(records)
-            if o.model == model_id and o.k == k and _same_corpus(o.corpus, workload.corpus)
-            and (o.gpu or gpu).upper() == gpu.upper()]  # fmt: skip
-    if not hits:
-        return None
+    def __init__(self, *, model: str, corpus: str | None, k: int, gpu: str, tp: int, concurrency: int) -> None:
+        self.model, self.corpus, self.k, self.gpu, self.tp, self.concurrency = model, corpus, k, gpu, tp, concurrency
+
+
+def _split(label: str) -> tuple[str, str]:
+    base, _, overrides = label.partition("@")
+    return base, overrides
+
+
+def measured_gain(records, scope: Scope, fingerprint) -> tuple[dict | None, list[dict]]:
+    """(exact, near): what probes measured for this model, traffic and K (vanilla and suffix:K of one
+    campaign, both ok). ``exact`` pools the campaigns that match every part of ``scope`` (None when
+    none does); a measurement on the user's host outranks the prediction
+    (advisor.plan.recommend._speculate). ``near`` lists the others with what differs; they are not
+    used to decide. ``fingerprint`` is called (once, only when there is a candidate) for this host's."""
     import math
 
-    gain = math.exp(sum(math.log(o.gain) for o in hits) / len(hits))
-    kbars = [o.k_bar for o in hits if o.k_bar]
+    by_campaign: dict[str, list] = {}
+    for r in records:
+        if r.outcome == "ok" and r.throughput_tok_s and r.model == scope.model and _same_corpus(r.corpus, scope.corpus):
+            by_campaign.setdefault(r.campaign_id, []).append(r)
+    exact, near, here = [], [], None
+    for cid, recs in sorted(by_campaign.items()):
+        for rec in recs:
+            base, overrides = _split(rec.config)
+            if base != f"suffix:{scope.k}":
+                continue
+            vans = [v for v in recs if _split(v.config) == ("vanilla", overrides)]
+            if not vans:
+                continue
+            van = max(vans, key=lambda v: v.started_at)
+            if here is None:
+                here = fingerprint() if callable(fingerprint) else fingerprint
+            differs = []
+            if (rec.gpu or "none (CPU)").upper() != scope.gpu.upper():
+                differs.append(f"GPU {rec.gpu or 'none (CPU)'} vs {scope.gpu}")
+            if rec.tensor_parallel_size != scope.tp:
+                differs.append(f"TP {rec.tensor_parallel_size} vs {scope.tp}")
+            if rec.concurrency != scope.concurrency:
+                differs.append(f"concurrency {rec.concurrency} vs {scope.concurrency}")
+            if overrides:
+                differs.append(f"overrides {overrides}")
+            if not here or rec.host_fingerprint != here:
+                differs.append("another host (fingerprint differs)" if here else "this host's fingerprint is unknown")
+            hit = {"campaign": cid, "gain": rec.throughput_tok_s / van.throughput_tok_s,
+                   "k_bar": rec.tokens_per_step or rec.mean_acceptance_length}  # fmt: skip
+            (near if differs else exact).append(hit | ({"differs": differs} if differs else {}))
+    near = [n | {"gain": round(n["gain"], 4)} for n in near]
+    if not exact:
+        return None, near
+    gain = math.exp(sum(math.log(h["gain"]) for h in exact) / len(exact))
+    kbars = [h["k_bar"] for h in exact if h["k_bar"]]
     return {
         "gain": round(gain, 4),
         "k_bar": round(sum(kbars) / len(kbars), 4) if kbars else None,
-        "runs": len(hits),
-        "campaigns": sorted({o.source.split(":", 1)[1] for o in hits}),
-    }
+        "runs": len(exact),
+        "campaigns": sorted({h["campaign"] for h in exact}),
+    }, near
 
 
 FLAG_OF = {"num_speculative_tokens": "--k", "gpu_memory_utilization": "--gmu", "tensor_parallel_size": "--tp",
