@@ -55,7 +55,13 @@ if [[ -z "$WHEEL" ]]; then
   "$PY" -m venv "$BUILD/venv"
   BPIP=(quiet "$BUILD/venv/bin/python" -m pip install -q --disable-pip-version-check)
   "${BPIP[@]}" "torch==$TORCH_VERSION" wheel "nanobind==$NANOBIND_VERSION" cmake grpcio-tools numpy
-  PATH="$BUILD/venv/bin:$PATH" MAX_JOBS="${MAX_JOBS:-2}" \
+  # CMake's FindPython (csrc/suffix_decoding/CMakeLists.txt: find_package(Python ...)) looks at
+  # $VIRTUAL_ENV before PATH, so from an activated venv it would pick that venv's python, which has
+  # no nanobind ("No module named nanobind"). Point both at the build venv; arctic's setup.py
+  # appends $CMAKE_ARGS to its cmake command line.
+  BPY="$BUILD/venv/bin/python"
+  PATH="$BUILD/venv/bin:$PATH" VIRTUAL_ENV="$BUILD/venv" MAX_JOBS="${MAX_JOBS:-2}" \
+    CMAKE_ARGS="-DPython_EXECUTABLE=$BPY -DPython3_EXECUTABLE=$BPY${CMAKE_ARGS:+ $CMAKE_ARGS}" \
     quiet "$BUILD/venv/bin/python" -m pip wheel -q --disable-pip-version-check \
       --no-build-isolation --no-deps -w "$BUILD/dist" "arctic-inference==$ARCTIC_VERSION"
   cp "$BUILD"/dist/arctic_inference-"$ARCTIC_VERSION"-*.whl "$WHEELS"/
