@@ -71,6 +71,7 @@ def calibrate_cmd(
     profile_of = default_profile_of(settings())
     if evaluate:
         from advisor.plan.evaluate_product import evaluate_product
+        from advisor.plan.recommend import fact_names
         from advisor.predict.dataset import seed_observations
         from advisor.predict.evaluate import evaluate as run_eval
         from advisor.predict.evaluate import lomo_fits
@@ -79,7 +80,7 @@ def calibrate_cmd(
         obs = seed_observations(replicates=True)
         fits = lomo_fits(profile_of, obs)
         res = run_eval(profile_of, observations=obs, fits=fits)
-        res["lomo"]["product"] = evaluate_product(profile_of, observations=obs, fits=fits, rules=load_rules(settings().rules_dirs))
+        res["lomo"]["product"] = evaluate_product(profile_of, observations=obs, fits=fits, rules=load_rules(settings().rules_dirs, facts=fact_names()))
         if json_out:
             emit_json(res)
         else:

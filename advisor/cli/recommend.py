@@ -17,7 +17,7 @@ def build_recommendation(model, gpu, gpus, tp, corpus, tokenizer, concurrency, m
     """Load everything a recommendation needs (I/O) and call the pure core."""
     from advisor.model.load import load_profile
     from advisor.plan.host import resolve_host
-    from advisor.plan.recommend import recommend
+    from advisor.plan.recommend import fact_names, recommend
     from advisor.plan.wiring import make_predictor, planner, workload_for
     from advisor.rules.loader import load_rules
 
@@ -37,7 +37,7 @@ def build_recommendation(model, gpu, gpus, tp, corpus, tokenizer, concurrency, m
             workload = workload_for(corpus, concurrency, tokenizer or model, k or 32, on_progress=on_progress,
                                     allow_fallback=fallback)  # fmt: skip
     return recommend(
-        profile, host, workload, load_rules(s.rules_dirs),
+        profile, host, workload, load_rules(s.rules_dirs, facts=fact_names()),
         tensor_parallel_size=tp, max_model_len=max_model_len, num_speculative_tokens=k,
         gpu_memory_utilization=gmu, predictor=make_predictor(s), planner=planner,
     )  # fmt: skip

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -60,12 +61,13 @@ def corpus_kind(workload: Workload) -> str:
 
 
 def build_facts(profile: ModelProfile, host: HostContext, workload: Workload) -> dict[str, Any]:
-    """Flat fact namespace the rules' ``when`` clauses read."""
-    facts: dict[str, Any] = {f"model.{k}": v for k, v in profile.inspect_json().items() if not isinstance(v, (dict, list))}
-    facts.update({f"host.{k}": v for k, v in host.model_dump().items() if not isinstance(v, (dict, list))})
-    facts.update({f"workload.{k}": v for k, v in workload.model_dump().items() if not isinstance(v, (dict, list))})
+    """Flat fact namespace the rules' ``when`` clauses read (exactly :func:`fact_names`)."""
+    names = fact_names()
+    facts: dict[str, Any] = {f"model.{k}": v for k, v in profile.inspect_json().items()}
+    facts.update({f"host.{k}": v for k, v in host.model_dump().items()})
+    facts.update({f"workload.{k}": v for k, v in workload.model_dump().items()})
     facts["workload.corpus_kind"] = corpus_kind(workload)
-    return facts
+    return {k: v for k, v in facts.items() if k in names}
 
 
 def tp_refusal(profile: ModelProfile, tp: int) -> str | None:
@@ -73,6 +75,28 @@ def tp_refusal(profile: ModelProfile, tp: int) -> str | None:
     from advisor.model.tp_rules import tp_refusal as refusal
 
     return refusal(profile, tp)
+
+
+def _scalar(annotation) -> bool:
+    """True for field types build_facts keeps (not lists, dicts or nested models)."""
+    import types
+    import typing
+
+    origin = typing.get_origin(annotation)
+    if origin in (list, dict):
+        return False
+    if origin in (typing.Union, types.UnionType):
+        return all(_scalar(a) for a in typing.get_args(annotation) if a is not type(None))
+    return not (isinstance(annotation, type) and issubclass(annotation, BaseModel))
+
+
+@lru_cache(maxsize=1)
+def fact_names() -> frozenset[str]:
+    """Every fact :func:`build_facts` can set: what a rule's ``when`` may test."""
+    names = {f"model.{n}" for n, f in ModelProfile.model_fields.items() if _scalar(f.annotation)}
+    names |= {f"host.{n}" for n, f in HostContext.model_fields.items() if _scalar(f.annotation)}
+    names |= {f"workload.{n}" for n, f in Workload.model_fields.items() if _scalar(f.annotation)}
+    return frozenset(names | {"workload.corpus_kind"})
 
 
 def valid_tp(profile: ModelProfile, gpus: int) -> int:

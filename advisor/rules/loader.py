@@ -34,8 +34,20 @@ def _load_file(path: Path) -> list[Rule]:
     return rules
 
 
-def load_rules(extra_dirs: list[Path] = ()) -> list[Rule]:
-    """Bundled rules, then each user dir in order; a later rule with the same id replaces the earlier."""
+def _check_facts(path: Path, rule: Rule, facts: frozenset[str]) -> None:
+    import difflib
+
+    for name in rule.when:
+        if name not in facts:
+            close = difflib.get_close_matches(name, sorted(facts), n=1)
+            hint = f"did you mean {close[0]!r}?" if close else f"known facts: {', '.join(sorted(facts))}"
+            raise DataError(f"rules file {path}: rule {rule.id}: unknown fact {name!r} (the rule could never test it); {hint}")
+
+
+def load_rules(extra_dirs: list[Path] = (), *, facts: frozenset[str] | None = None) -> list[Rule]:
+    """Bundled rules, then each user dir in order; a later rule with the same id replaces the earlier.
+    With ``facts`` (the names the engine builds: advisor.plan.recommend.fact_names), a ``when`` on
+    any other name is a DataError naming the file, the rule and the closest known fact."""
     from advisor.paths import data_path
 
     by_id: dict[str, Rule] = {}
@@ -45,6 +57,8 @@ def load_rules(extra_dirs: list[Path] = ()) -> list[Rule]:
         seen_here: set[str] = set()
         for path in sorted(directory.glob("*.y*ml")):
             for rule in _load_file(path):
+                if facts is not None:
+                    _check_facts(path, rule, facts)
                 if rule.id in seen_here:
                     raise DataError(f"rules file {path}: duplicate rule id {rule.id!r} in {directory}")
                 seen_here.add(rule.id)

@@ -16,7 +16,8 @@ SpeculationPolicy = Literal["required", "forbidden", "default_on", "default_off"
 
 
 class Condition(BaseModel):
-    """One test on one fact. Exactly one operator is set."""
+    """One test on one fact. Exactly one operator is set, or a range: one lower bound (gt/gte)
+    and one upper bound (lt/lte)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -40,6 +41,19 @@ class Condition(BaseModel):
             except re.error as exc:  # not a ValueError: pydantic would let it escape
                 raise ValueError(f"invalid regular expression {value!r}: {exc}") from None
         return value
+
+    @model_validator(mode="after")
+    def _one_operator(self) -> "Condition":
+        ops = sorted("in" if f == "in_" else f for f in self.model_fields_set)
+        if not ops:
+            raise ValueError(f"a condition needs an operator (one of {', '.join(OPERATORS)}); "
+                             "an empty one would match everything")  # fmt: skip
+        lower, upper = {"gt", "gte"} & set(ops), {"lt", "lte"} & set(ops)
+        is_range = len(ops) == 2 and len(lower) == 1 and len(upper) == 1
+        if len(ops) > 1 and not is_range:
+            raise ValueError(f"a condition has exactly one operator (or a gt/gte + lt/lte range), found {', '.join(ops)}; "
+                             "split it into separate rules or facts")  # fmt: skip
+        return self
 
     def test(self, value: Any) -> bool:
         """True when ``value`` satisfies every operator given."""
