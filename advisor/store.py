@@ -54,26 +54,45 @@ _FILTERS = ("model", "campaign_id", "config", "outcome", "gpu", "corpus", "host_
 class ProbeStore:
     """A handle on one store file. Use as a context manager, or call :meth:`close`."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, busy_timeout_s: float = 30.0) -> None:
         self.path = Path(path)
+        self.skipped: list[str] = []
+        """Rows the last :meth:`list_records` left out, each named by row id with the reason."""
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise DataError(f"cannot create the data directory {self.path.parent}: {exc.strerror or exc}; "
                             "pass --data-dir (or ADVISOR_DATA_DIR) a writable directory") from None  # fmt: skip
         try:
-            self._conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
+            self._conn = sqlite3.connect(self.path, timeout=busy_timeout_s, isolation_level=None)
         except sqlite3.Error as exc:
             raise DataError(f"probe store {self.path} cannot be opened: {exc}") from None
         try:
-            self._conn.execute("PRAGMA journal_mode=WAL")
-            self._init_schema()
+            if self._conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                self._conn.execute("PRAGMA journal_mode=WAL")
+            if not self._schema_ready():
+                self._init_schema()
         except sqlite3.DatabaseError as exc:
             self._conn.close()
             raise DataError(f"probe store {self.path} is not usable: {exc}") from None
         except DataError:
             self._conn.close()
             raise
+
+    def _schema_ready(self) -> bool:
+        """True when the schema is there at this advisor's version: no write lock is taken (a plain
+        read in autocommit mode), so opening a store another process is writing does not wait."""
+        try:
+            row = self._conn.execute("SELECT version FROM schema_version").fetchone()
+        except sqlite3.OperationalError:
+            return False
+        if row is not None and row[0] > SCHEMA_VERSION:
+            raise DataError(f"probe store {self.path} has schema version {row[0]}, newer than this advisor's "
+                            f"{SCHEMA_VERSION}: upgrade vllm-advisor")  # fmt: skip
+        if row is None:
+            return False
+        tables = {r[0] for r in self._conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        return "probes" in tables
 
     def _init_schema(self) -> None:
         conn = self._conn
@@ -99,7 +118,16 @@ class ProbeStore:
         return int(self._conn.execute("SELECT version FROM schema_version").fetchone()[0])
 
     def insert(self, record: ProbeRecord) -> int:
-        """Add one record in its own transaction; returns its row id."""
+        """Validate ``record`` again (a model_copy(update=…) skips validation) and add it in its own
+        transaction; returns its row id. An invalid record is a DataError and nothing is written."""
+        from pydantic import ValidationError
+
+        try:
+            ProbeRecord.model_validate(record.model_dump())  # checked; the record itself is written
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            raise DataError(f"probe record {record.campaign_id}/{record.config} not stored: "
+                            f"{'.'.join(map(str, first['loc']))}: {first['msg']} (got {first.get('input')!r})") from None
         conn = self._conn
         conn.execute("BEGIN IMMEDIATE")
         try:
@@ -128,11 +156,21 @@ class ProbeStore:
         if unknown:
             raise ValueError(f"unknown filter(s) {sorted(unknown)}; use {_FILTERS}")
         where = [(k, v) for k, v in filters.items() if v is not None]
-        sql = "SELECT record_json FROM probes"
+        sql = "SELECT id, record_json FROM probes"
         if where:
             sql += " WHERE " + " AND ".join(f"{k} = ?" for k, _ in where)
         rows = self._conn.execute(sql + " ORDER BY id", [v for _, v in where]).fetchall()
-        return [ProbeRecord.model_validate_json(row[0]) for row in rows]
+        from pydantic import ValidationError
+
+        out, self.skipped = [], []
+        for row_id, text in rows:
+            try:
+                out.append(ProbeRecord.model_validate_json(text))
+            except ValidationError as exc:
+                first = exc.errors()[0]
+                where_ = ".".join(map(str, first["loc"])) or "record_json"
+                self.skipped.append(f"probe store {self.path} row {row_id} skipped: {where_}: {first['msg']}")
+        return out
 
     def done_configs(self, campaign_id: str, *, retry_failed: bool = False) -> dict[str, ProbeRecord]:
         """Configurations of ``campaign_id`` that need no new probe: label -> latest record.
@@ -157,6 +195,7 @@ def store_path(settings: "Settings") -> Path:
     return Path(settings.data_dir) / FILENAME
 
 
-def open_store(settings: "Settings") -> ProbeStore:
-    """The user's probe store (created on first use)."""
-    return ProbeStore(store_path(settings))
+def open_store(settings: "Settings", *, busy_timeout_s: float = 30.0) -> ProbeStore:
+    """The user's probe store (created on first use). Readers that must not stall (recommend) pass a
+    short ``busy_timeout_s``."""
+    return ProbeStore(store_path(settings), busy_timeout_s=busy_timeout_s)

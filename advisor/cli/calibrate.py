@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import typer
 
 from advisor.cli.app import app
@@ -19,8 +21,11 @@ def _store_records() -> tuple[list, str]:
     s = settings()
     if not store_path(s).exists():
         return [], f"no probe store at {store_path(s)} yet (run `advisor probe`)"
-    with open_store(s) as store:
-        return store.list_records(), str(store_path(s))
+    with open_store(s, busy_timeout_s=2.0) as store:
+        records = store.list_records()
+        for line in store.skipped:
+            print(f"warning: {line}", file=sys.stderr)
+        return records, str(store_path(s))
 
 
 def _print_evaluation(res: dict) -> None:

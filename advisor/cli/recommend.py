@@ -36,11 +36,14 @@ def build_recommendation(model, gpu, gpus, tp, corpus, tokenizer, concurrency, m
         with prog:
             workload = workload_for(corpus, concurrency, tokenizer or model, k or 32, on_progress=on_progress,
                                     allow_fallback=fallback)  # fmt: skip
-    return recommend(
+    predict = make_predictor(s)
+    rec = recommend(
         profile, host, workload, load_rules(s.rules_dirs, facts=fact_names()),
         tensor_parallel_size=tp, max_model_len=max_model_len, num_speculative_tokens=k,
-        gpu_memory_utilization=gmu, predictor=make_predictor(s), planner=planner,
+        gpu_memory_utilization=gmu, predictor=predict, planner=planner,
     )  # fmt: skip
+    rec.warnings.extend(predict.skipped)
+    return rec
 
 
 def _print(rec) -> None:

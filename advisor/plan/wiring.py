@@ -46,12 +46,13 @@ def make_predictor(settings):
     (the SQLite store, when it exists), with the fitted coefficients kept as JSON in the data dir."""
     from advisor.store import store_path
 
-    records = None
+    records, skipped = None, []
     if store_path(settings).is_file():
         from advisor.store import open_store
 
-        with open_store(settings) as store:
+        with open_store(settings, busy_timeout_s=2.0) as store:  # a read: never wait on a writer for long
             records = [r for r in store.list_records() if r.outcome == "ok"] or None
+            skipped = store.skipped
     cache_dir = settings.data_dir / "cache"
 
     seen: list[str | None] = []
@@ -69,6 +70,8 @@ def make_predictor(settings):
 
     def _predict(profile: ModelProfile, host: HostContext, workload: Workload, k: int, tp: int) -> dict | None:
         return predictor(profile, host, workload, k, tp, cache_dir=cache_dir, records=records, fingerprint=_fingerprint)
+
+    _predict.skipped = skipped  # rows of the store left out (named): the CLI shows them as warnings
 
     return _predict
 

@@ -7,6 +7,7 @@ Prediction into suffix on / off.
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 from typing import Literal
 
@@ -115,11 +116,11 @@ def calibrated_model(records=None, profile_of=None, *, cache_dir=None):
 
         path = Path(cache_dir) / f"calibrated-{_fit_key(records)}.json"
         if path.is_file():
-            try:
-                _CACHE[key] = CalibratedModel.model_validate_json(path.read_text())
-                return _CACHE[key]
-            except ValueError:
-                path.unlink(missing_ok=True)  # a corrupt cache is refitted, never trusted
+            cached = _read_cache(path)
+            if cached is not None:
+                _CACHE[key] = cached
+                return cached
+            path.unlink(missing_ok=True)  # a corrupt or edited cache is refitted, never trusted
     from advisor.predict.calibrated import fit
     from advisor.predict.dataset import default_profile_of, probe_observations, seed_observations
 
@@ -133,12 +134,28 @@ def calibrated_model(records=None, profile_of=None, *, cache_dir=None):
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".calibrated-")
+            body = model.model_dump_json()
             with os.fdopen(fd, "w") as fh:
-                fh.write(model.model_dump_json())
+                json.dump({"content_sha256": hashlib.sha256(body.encode()).hexdigest(), "model": body}, fh)
             os.replace(tmp, path)
         except OSError:
             pass  # a read-only data dir only costs the next process a refit
     return model
+
+
+def _read_cache(path):
+    """The CalibratedModel in a cache file written by :func:`calibrated_model`, or None when the file
+    is unreadable, malformed, or its content does not match the SHA-256 stored beside it."""
+    from advisor.predict.calibrated import CalibratedModel
+
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        body = doc["model"]
+        if not isinstance(body, str) or hashlib.sha256(body.encode()).hexdigest() != doc["content_sha256"]:
+            return None
+        return CalibratedModel.model_validate_json(body)
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
 
 
 def _phi(x: float) -> float:

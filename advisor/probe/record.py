@@ -7,10 +7,16 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 
+MAX_TOK_S = 1e8
+"""Output tokens per second no server reaches (a fleet of B200s does ~1e6): larger is a corrupt value."""
+MAX_TOKENS_PER_STEP = 65.0
+"""1 + the largest K (64): no step emits more."""
+
+
 class ProbeRecord(BaseModel):
     """One probe of one configuration. Fields are the store's columns and the calibration's inputs."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     campaign_id: str
     """Groups the configurations probed together (same host, model, corpus, concurrency)."""
@@ -33,18 +39,18 @@ class ProbeRecord(BaseModel):
     duration_s: float = Field(default=0.0, ge=0)
     requests: int = Field(default=0, ge=0)
     output_tokens: int = Field(default=0, ge=0)
-    throughput_tok_s: float | None = None
+    throughput_tok_s: float | None = Field(default=None, ge=0, le=MAX_TOK_S)
     """Output tokens per second over the measured window."""
-    mean_acceptance_length: float | None = None
+    mean_acceptance_length: float | None = Field(default=None, ge=1, le=MAX_TOKENS_PER_STEP)
     """1 + accepted/drafts, as vLLM reports it (spec configs only)."""
-    tokens_per_step: float | None = None
+    tokens_per_step: float | None = Field(default=None, gt=0, le=MAX_TOKENS_PER_STEP)
     """Output tokens per engine step over all steps (K̄ for the predictor)."""
-    implied_r: float | None = None
+    implied_r: float | None = Field(default=None, gt=0, le=1e3)
     """tokens_per_step / gain against the campaign's vanilla run."""
-    ttft_ms_p50: float | None = None
-    ttft_ms_p99: float | None = None
-    itl_ms_p50: float | None = None
-    itl_ms_p99: float | None = None
+    ttft_ms_p50: float | None = Field(default=None, ge=0)
+    ttft_ms_p99: float | None = Field(default=None, ge=0)
+    itl_ms_p50: float | None = Field(default=None, ge=0)
+    itl_ms_p99: float | None = Field(default=None, ge=0)
     command: list[str] = Field(default_factory=list)
     """The exact argv of the server."""
     vllm_version: str | None = None
@@ -52,7 +58,7 @@ class ProbeRecord(BaseModel):
     """HostFingerprint.fingerprint of the host the probe ran on."""
     host: dict | None = None
     """The full host fingerprint object (for diffs)."""
-    boot_s: float | None = None
+    boot_s: float | None = Field(default=None, ge=0)
     started_at: str
     """ISO-8601 UTC."""
     # --- added by the probe campaign (advisor.probe.campaign); all optional -------------------
