@@ -22,7 +22,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from advisor.errors import ProbeError, UsageError
 from advisor.plan.decision import Decision
@@ -153,7 +153,8 @@ def probe_one(
     )  # fmt: skip
     try:
         with running_server(
-            argv, log_path=log_path, env={**decision.env, **spec.env}, boot_timeout_s=spec.boot_timeout_s, api=spec.api
+            argv, log_path=log_path, env={**decision.env, **spec.env}, boot_timeout_s=spec.boot_timeout_s, api=spec.api,
+            model=spec.model,
         ) as srv:
             base.update(command=srv.argv, boot_s=round(srv.boot_s, 2), vllm_version=_server_version(srv.base_url))
             before = metrics.scrape(srv.base_url)
@@ -162,7 +163,11 @@ def probe_one(
                 show_progress=show_progress, label=cfg.label, alive=lambda: srv.process.poll() is None,
             )  # fmt: skip
             srv.check_alive()
-            after = metrics.scrape(srv.base_url)
+            try:
+                after = metrics.scrape(srv.base_url)
+            except ProbeError:
+                srv.check_alive(grace_s=2.0)  # a server that died mid-load crashed; it is not a metrics problem
+                raise
             win = metrics.window(before, after)
     except BootFailure as exc:
         return ProbeRecord(**base, outcome=exc.outcome, failure=str(exc.failure))
@@ -172,6 +177,15 @@ def probe_one(
     failure = None if ok else "no_output: " + (load.errors[0] if load.errors else "no request finished")
     # Without spec-decode counters a spec run's tokens per step is unknown, not 1.
     tps = win.tokens_per_step if cfg.is_vanilla or win.accepted_tokens is not None else None
+    try:
+        return _measured_record(base, ok, failure, load, win, tps, cfg, vanilla_tput)
+    except ValidationError as exc:  # counters no vLLM produces (e.g. 1e300 tok/s): unmeasurable, not a crash
+        first = exc.errors()[0]
+        return ProbeRecord(**base, outcome="error", failure=f"probe_error: implausible measurement "
+                           f"{'.'.join(map(str, first['loc']))}={first.get('input')!r}: {first['msg']}")  # fmt: skip
+
+
+def _measured_record(base, ok, failure, load, win, tps, cfg, vanilla_tput) -> ProbeRecord:
     return ProbeRecord(
         **base,
         outcome="ok" if ok else "error",

@@ -181,16 +181,21 @@ async def _run(base_url, model, api, prompts, spec: LoadSpec, progress, alive) -
     timeout = httpx.Timeout(spec.request_timeout_s, connect=10.0)
     async with httpx.AsyncClient(limits=limits, timeout=timeout, trust_env=False) as client:
         tasks = [asyncio.create_task(worker(client)) for _ in range(spec.concurrency)]
-        while True:
-            left = budget - (time.monotonic() - t0)
-            done, pending = await asyncio.wait(tasks, timeout=max(0.0, min(0.5, left)))
-            if progress is not None:
-                progress(tally.result, time.monotonic() - t0)
-            if not pending or left <= 0 or (alive is not None and not alive()):
-                break
-        for task in pending:
-            task.cancel()
-        results = await asyncio.gather(*tasks, return_exceptions=True)
+        try:
+            while True:
+                left = budget - (time.monotonic() - t0)
+                done, pending = await asyncio.wait(tasks, timeout=max(0.0, min(0.5, left)))
+                if progress is not None:
+                    progress(tally.result, time.monotonic() - t0)
+                if not pending or left <= 0 or (alive is not None and not alive()):
+                    break
+        finally:
+            # Also on Ctrl-C (asyncio.run cancels this task): every worker is cancelled and awaited
+            # before the client closes, so none is left to fail on a closed client and print a
+            # "Task exception was never retrieved" traceback.
+            for task in tasks:
+                task.cancel()
+            results = await asyncio.gather(*tasks, return_exceptions=True)
     for res in results:
         if isinstance(res, BaseException) and not isinstance(res, asyncio.CancelledError):
             raise res

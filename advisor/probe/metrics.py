@@ -17,6 +17,7 @@ Derived, over the window between two scrapes:
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -88,6 +89,10 @@ def parse(text: str, at: float = 0.0) -> Snapshot:
     try:
         for family in text_string_to_metric_families(text):
             for sample in family.samples:
+                if sample.name in COUNTERS or sample.name == ACCEPTED_PER_POS:
+                    if not math.isfinite(sample.value) or sample.value < 0:
+                        raise ProbeError(f"/metrics: {sample.name} is {sample.value!r}, not a count; "
+                                         "this configuration is recorded as unmeasurable")  # fmt: skip
                 if sample.name in COUNTERS:
                     counters[sample.name] += sample.value
                 elif sample.name == ACCEPTED_PER_POS and "position" in sample.labels:

@@ -55,8 +55,12 @@ class Server:
     log_path: Path
     boot_s: float
 
-    def check_alive(self) -> None:
-        """Raise BootFailure('crashed') if the server process has exited."""
+    def check_alive(self, grace_s: float = 0.0) -> None:
+        """Raise BootFailure('crashed') if the server process has exited (or exits within ``grace_s``:
+        the guard in front of it exits a moment after the server)."""
+        if grace_s > 0:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.process.wait(timeout=grace_s)
         rc = self.process.poll()
         if rc is not None:
             failure = classify(read_tail(self.log_path)) or Failure("exited", f"exit status {rc}")
@@ -68,6 +72,53 @@ def free_port(host: str = HOST) -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind((host, 0))
         return sock.getsockname()[1]
+
+
+def listener_pids(port: int, host: str = HOST) -> set[int] | None:
+    """Pids holding a TCP socket that listens on ``port`` (from /proc/net/tcp and /proc/PID/fd), or
+    None where /proc cannot tell (not Linux). Another user's processes are not visible: they are
+    not ours either."""
+    inodes: set[str] = set()
+    try:
+        lines = Path("/proc/net/tcp").read_text().splitlines()[1:]
+    except OSError:
+        return None
+    for extra in ("/proc/net/tcp6",):
+        with contextlib.suppress(OSError):
+            lines += Path(extra).read_text().splitlines()[1:]
+    for line in lines:
+        parts = line.split()
+        if len(parts) > 9 and parts[3] == "0A" and int(parts[1].rsplit(":", 1)[1], 16) == port:  # 0A = LISTEN
+            inodes.add(parts[9])
+    pids: set[int] = set()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        with contextlib.suppress(OSError):
+            for fd in (entry / "fd").iterdir():
+                with contextlib.suppress(OSError):
+                    link = os.readlink(fd)
+                    if link.startswith("socket:[") and link[8:-1] in inodes:
+                        pids.add(int(entry.name))
+                        break
+    return pids
+
+
+def _check_listener(port: int, session: int, log_path: Path) -> None:
+    """The process answering on ``port`` must be the server we started (its session), not another
+    program that took the port between free_port() and the server's bind."""
+    pids = listener_pids(port)
+    if pids is None:
+        return
+    ours = set()
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            if os.getsid(pid) == session:
+                ours.add(pid)
+    if not ours:
+        who = ", ".join(str(p) for p in sorted(pids)) or "a process not visible to this user"
+        raise BootFailure("boot_failed", Failure("port_taken", f"{HOST}:{port} answers /health but is held by "
+                          f"pid {who}, not the server this probe started"), log_path)  # fmt: skip
 
 
 def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
@@ -162,10 +213,18 @@ def running_server(
     stop_timeout_s: float = 30.0,
     api: str = "auto",
     request_timeout_s: float = 300.0,
+    model: str | None = None,
 ) -> Iterator[Server]:
-    """Start ``argv`` + host/port, wait until it serves, yield a :class:`Server`, then stop it."""
+    """Start ``argv`` + host/port under :mod:`advisor.probe.guard`, wait until it serves, check that
+    the listener is that process and (with ``model``) that /v1/models serves it, yield a
+    :class:`Server`, then stop it."""
+    import shutil
+
     import httpx
 
+    if not argv or shutil.which(argv[0]) is None:
+        raise BootFailure("boot_failed", Failure("not_startable", f"{argv[0] if argv else '(empty command)'}: "
+                          "no such program"), log_path)  # fmt: skip
     port = free_port()
     full = [*argv, "--host", HOST, "--port", str(port)]
     base_url = f"http://{HOST}:{port}"
@@ -177,7 +236,7 @@ def running_server(
         log.flush()
         try:
             proc = subprocess.Popen(
-                full, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                [sys.executable, "-m", "advisor.probe.guard", *full], stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                 env=proc_env, start_new_session=True,
                 preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
             )  # fmt: skip
@@ -187,10 +246,18 @@ def running_server(
         # trust_env=False: a proxy from the environment must never see loopback traffic.
         with httpx.Client(timeout=request_timeout_s, trust_env=False) as client:
             _wait_healthy(client, proc, base_url, log_path, t0 + boot_timeout_s)
+            _check_listener(port, proc.pid, log_path)
             try:
                 models = client.get(f"{base_url}/v1/models").json()["data"]
                 served = models[0]["id"]
+                names = {m.get("id") for m in models} | {m.get("root") for m in models}
+                if model is not None and model not in names and not any(
+                        n and Path(model).name == Path(str(n)).name for n in names):  # fmt: skip
+                    raise BootFailure("boot_failed", Failure("wrong_model", f"/v1/models at {base_url} serves "
+                                      f"{sorted(n for n in names if n)}, not {model!r}"), log_path)  # fmt: skip
                 kind = _warm_up(client, base_url, served, api)
+            except BootFailure:
+                raise
             except (httpx.HTTPError, ValueError, KeyError, IndexError, ProbeError) as exc:
                 failure = classify(read_tail(log_path)) if proc.poll() is not None else None
                 raise BootFailure("boot_failed", failure or Failure("warmup_failed", str(exc)[:300]), log_path) from None
