@@ -209,6 +209,10 @@ def collect_host(
 # --- files -------------------------------------------------------------------------------------
 
 
+REQUIRED_KEYS = ("schema_version", "hostname", "collected_at", "gpus")
+"""Keys every saved fingerprint has: without them ``{}`` would read as an empty host."""
+
+
 def load_host(path: Path) -> HostFingerprint:
     """Read a fingerprint JSON file (as written by ``advisor host --json`` / ``--save``).
 
@@ -227,6 +231,9 @@ def load_host(path: Path) -> HostFingerprint:
         raise DataError(f"{path}: not JSON: {exc}") from None
     if isinstance(data, dict) and isinstance(data.get("host"), dict) and "gpus" not in data:
         data = data["host"]
+    lacking = [k for k in REQUIRED_KEYS if not isinstance(data, dict) or k not in data]
+    if lacking:
+        raise DataError(f"{path}: not a host fingerprint: no {', '.join(lacking)} (write one with `advisor host --save FILE`)")
     try:
         return HostFingerprint.model_validate(data)
     except ValidationError as exc:

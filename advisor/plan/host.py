@@ -53,9 +53,15 @@ def resolve_host(settings, gpu: str | None, gpus: int | None) -> HostContext:
             gpus = gpus or len(found.gpus)
             origin = "detected"
         else:
+            which = []
+            if gpu is None:
+                which.append(f"GPU {settings.default_gpu}")
+            if gpus is None:
+                which.append(f"count {settings.default_gpus}")
             notes.append(
                 f"no GPU detected: recommending for {gpus or settings.default_gpus}x{gpu or settings.default_gpu} "
-                "(the calibration host; pass --gpu/--gpus or set ADVISOR_DEFAULT_GPU/ADVISOR_DEFAULT_GPUS)"
+                f"({' and '.join(which)} from the settings' default, ADVISOR_DEFAULT_GPU/ADVISOR_DEFAULT_GPUS; "
+                "pass --gpu and --gpus for your host)"
             )
             gpu = gpu or settings.default_gpu
             gpus = gpus or settings.default_gpus
