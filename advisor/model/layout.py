@@ -107,6 +107,9 @@ def _check_layout(mt: str, a: TextArch) -> None:
         if a.heads % a.kv_heads:
             raise ConfigError(f"config.json ({mt}) has num_attention_heads={a.heads} not divisible by "
                               f"num_key_value_heads={a.kv_heads}; grouped-query attention needs equal groups")  # fmt: skip
+    if a.top_k and not a.experts:
+        raise ConfigError(f"config.json ({mt}) routes each token to num_experts_per_tok={a.top_k} experts but sets "
+                          "no experts (num_local_experts / num_experts / n_routed_experts is 0 or null)")  # fmt: skip
     if a.experts and a.top_k > a.experts:
         raise ConfigError(f"config.json ({mt}) routes each token to num_experts_per_tok={a.top_k} experts but has only "
                           f"{a.experts}; num_experts_per_tok must be <= the expert count")  # fmt: skip
