@@ -186,6 +186,8 @@ def probe_one(
 
 
 def _measured_record(base, ok, failure, load, win, tps, cfg, vanilla_tput) -> ProbeRecord:
+    from advisor.probe import metrics
+
     return ProbeRecord(
         **base,
         outcome="ok" if ok else "error",
