@@ -105,3 +105,13 @@ def test_nearest_bootable_never_changes_a_fixed_field():
     free = nearest_bootable(profile, get_gpu("H100"), d, num_gpus=1)
     assert free is not None and free.field == "gpu_memory_utilization"
     assert nearest_bootable(profile, get_gpu("H100"), d, num_gpus=1, fixed=frozenset({"gpu_memory_utilization"})) is None
+
+
+def test_unfitted_concurrency_and_tp_trends_are_labelled_in_plain_text(run_cli):
+    code, out, _ = run_cli("recommend", LLAMA_8B, "--gpu", "H100", "--gpus", "1", "--concurrency", "128")
+    assert code == 0
+    assert "prediction: concurrency 128: the seed measured only 32" in out and "NOT FITTED" in out
+    assert "prediction: TP 1: the seed measured only TP 8" in out
+    code, out, _ = run_cli("recommend", LLAMA_8B, "--gpu", "B200", "--gpus", "8")
+    assert code == 0 and "prediction: concurrency" not in out and "prediction: TP" not in out
+    assert "prediction: left to calibration" in out  # the fitted part is labelled too

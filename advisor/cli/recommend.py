@@ -81,6 +81,9 @@ def _print(rec) -> None:
     print("\nWhy:")
     for line in rec.trace:
         print(f"  - {line}")
+    for line in (rec.prediction or {}).get("explanation") or []:
+        if "NOT FITTED" in line or "ASSUMED" in line or "it is fitted" in line or line.startswith("left to calibration"):
+            print(f"  - prediction: {line}")
     for f in rec.rules_fired:
         if f["severity"] != "info" or f["set"].get("speculation"):
             print(f"  - [{f['id']}] {f['rationale']}")

@@ -212,5 +212,20 @@ def predict(
         mla_prefill_ms=round(row.r.spec.t_mla_prefill * 1e3, 3),
         calibration_shift=round(math.exp(sum(r.delta for r in rows) / len(rows)), 4),
         model_seen=row.model_seen,
-        explanation=explain(profile, gpu, tensor_parallel_size, rows, host_state),
+        explanation=explain(profile, gpu, tensor_parallel_size, rows, host_state) + _extrapolation(workload, tensor_parallel_size, gpu),
     )
+
+
+def _extrapolation(workload: Workload, tp: int, gpu: GpuSpec) -> list[str]:
+    """Plain words for where this prediction leaves the calibration data (seed: B200, TP 8, concurrency 32)."""
+    from advisor.predict.dataset import SEED_CONCURRENCY, SEED_GPU, SEED_TP
+
+    out = []
+    if workload.concurrency != SEED_CONCURRENCY:
+        out.append(f"concurrency {workload.concurrency}: the seed measured only {SEED_CONCURRENCY}, so the trend over "
+                   "concurrency comes from the step-cost model alone (NOT FITTED to measurements; published studies "
+                   "see suffix gains shrink as concurrency rises): probe at your concurrency before relying on it")  # fmt: skip
+    if tp != SEED_TP:
+        out.append(f"TP {tp}: the seed measured only TP {SEED_TP} (on {SEED_GPU}); the difference is carried by the "
+                   "step-cost model, NOT FITTED to measurements")  # fmt: skip
+    return out
