@@ -36,9 +36,11 @@ class Recommendation(BaseModel):
     """[{id, rationale, severity, source, set}] in the order applied."""
     warnings: list[str]
     prediction: dict | None = None
-    """{gain, gain_low, gain_high, p_win, k_bar, r, …} from the K > R predictor, and ``measured``
-    ({gain, k_bar, runs, campaigns} or None): what probes on this host found for this exact model,
-    traffic and K."""
+    """{gain, gain_low, gain_high, p_win, k_bar, r, …} from the K > R predictor at the decision's TP
+    and K, ``measured`` ({gain, k_bar, runs, campaigns} or None): what probes on this host found for
+    this exact deployment (model, traffic, K, GPU, TP, concurrency, no overrides), and
+    ``measured_near`` ([{campaign, gain, k_bar, differs}]): probes of this model, traffic and K that
+    differ in something else (not used to decide)."""
     memory: dict | None = None
     """Boot feasibility of the chosen decision (kv_cache_tokens, boots, …)."""
     trace: list[str] = Field(default_factory=list)
