@@ -59,7 +59,7 @@ def render_cmd(
     from advisor.errors import UsageError
     from advisor.render.gate import check_boots
     from advisor.render.target import make_target, parse_env_options, serve_model
-    from advisor.render.write import write_files
+    from advisor.render.write import mode_for, write_files
 
     if fmt not in FORMATS:
         raise UsageError(f"--format {fmt!r}: choose one of {', '.join(FORMATS)}")
@@ -69,7 +69,7 @@ def render_cmd(
     rec = build_recommendation(model, **args)
     target = make_target(serve_model(model) if rec.model["id"] == model else rec.model["id"], rec.decision,
                          vllm_bin=vllm_bin, env_file=env_file, host=host, port=port,
-                         served_model_name=served_model_name, extra_env=extra_env)  # fmt: skip
+                         served_model_name=served_model_name, extra_env=extra_env, resolve=fmt == "systemd")  # fmt: skip
     warnings = list(rec.warnings) + list(target.warnings)
     warnings += check_boots(rec, lambda n: build_recommendation(model, **{**args, "gpus": n, "tp": None}), force=force)
     files, more = _render(fmt, target, rec, gpus_per_node=gpus_per_node or 8, image=image)
@@ -81,7 +81,7 @@ def render_cmd(
         return
     print(_summary(rec, target, fmt, warnings))
     for p in written:
-        print(f"wrote {p}" + (" (mode 0600: holds the env, secrets included)" if p.name.endswith((".env", "secret.yaml")) else ""))
+        print(f"wrote {p}" + (" (mode 0600: holds the env, secrets included)" if mode_for(p.name) == 0o600 else ""))
 
 
 def _render(fmt: str, target, rec, *, gpus_per_node: int, image: str) -> tuple[dict[str, str], list[str]]:
@@ -90,6 +90,9 @@ def _render(fmt: str, target, rec, *, gpus_per_node: int, image: str) -> tuple[d
     version = settings().vllm_version
     if fmt == "systemd":
         return render_target(target, rec.decision, version=version, host_dsa_queues=rec.host_dsa_queues), []
-    from advisor.errors import UsageError
+    from advisor.render.containers import render_compose, render_k8s
 
-    raise UsageError(f"--format {fmt} is not available yet")
+    if fmt == "k8s":
+        return render_k8s(target, rec.decision, version=version, image=image, gpu=rec.host.gpu,
+                          weight_bytes=rec.model.get("weight_bytes")), []  # fmt: skip
+    return render_compose(target, rec.decision, version=version, image=image, gpu=rec.host.gpu), []

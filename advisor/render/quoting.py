@@ -175,3 +175,30 @@ def check_unit_name(value: object) -> str:
     if not _UNIT_NAME.match(text) or text.startswith("-"):
         raise UsageError(f"unit name {comment(text)} is not a valid systemd service name (NAME.service)")
     return text
+
+
+def yamlq(value: object) -> str:
+    """A YAML double-quoted scalar in pure ASCII: ``\\`` and ``"`` escaped, every other character
+    outside printable ASCII as ``\\xNN``/``\\uNNNN``/``\\UNNNNNNNN`` (YAML 1.1 and 1.2 both read
+    these), so no value can end the scalar, start a comment, or be folded by a line break
+    (YAML also breaks lines at U+0085, U+2028, U+2029)."""
+    out = []
+    for ch in str(value):
+        code = ord(ch)
+        if ch in '\\"':
+            out.append("\\" + ch)
+        elif 0x20 <= code < 0x7F:
+            out.append(ch)
+        elif code <= 0xFF:
+            out.append(f"\\x{code:02x}")
+        elif code <= 0xFFFF:
+            out.append(f"\\u{code:04x}")
+        else:
+            out.append(f"\\U{code:08x}")
+    return '"' + "".join(out) + '"'
+
+
+def dollars(value: object) -> str:
+    """``$`` doubled: Kubernetes (``$(VAR)`` in command/args) and Compose (``$VAR``/``${VAR}``
+    everywhere) read ``$$`` as a literal ``$``."""
+    return str(value).replace("$", "$$")

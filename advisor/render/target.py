@@ -110,11 +110,13 @@ def make_target(
     unit_name: str = "vllm.service",
     extra_env: dict[str, str] | None = None,
     which=shutil.which,
+    resolve: bool = True,
 ) -> Target:
-    """Check every deployment value (UsageError naming the bad one) and collect the env."""
+    """Check every deployment value (UsageError naming the bad one) and collect the env.
+    ``resolve``: look ``vllm_bin`` up on this machine's PATH (for the unit; not for a container)."""
     quoting.check_arg(model, "MODEL")
     quoting.check_program(vllm_bin)
-    exec_path, warning = resolve_program(vllm_bin, which)
+    exec_path, warning = resolve_program(vllm_bin, which) if resolve else (vllm_bin, None)
     quoting.check_program(exec_path)
     quoting.sdexe(exec_path)  # what systemd accepts as an executable path
     quoting.check_abs_path(env_file, "--env-file")

@@ -7,8 +7,9 @@ from pathlib import Path
 from advisor.atomic import write_all
 
 DEFAULT_MODE = 0o644
-MODES = {".sh": 0o755, ".env": 0o600, "secret.yaml": 0o600}
-"""By name ending: scripts executable, env files and Kubernetes Secrets owner-only (they may hold tokens)."""
+MODES = {".sh": 0o755, ".env": 0o600, "secret.yaml": 0o600, "compose.yaml": 0o600}
+"""By name ending: scripts executable; env files, Kubernetes Secrets and Compose files (their
+environment) owner-only, as they may hold tokens."""
 
 
 def mode_for(name: str) -> int:
