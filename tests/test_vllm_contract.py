@@ -105,6 +105,7 @@ RENDERED: dict[str, Decision] = {
     "suffix_tp8": Decision(speculative_method="suffix", num_speculative_tokens=16, tensor_parallel_size=8,
                            gpu_memory_utilization=0.85, env={"VLLM_PLUGINS": ""}),
     "vanilla_seqs": Decision(max_num_seqs=128, cudagraph_mode="PIECEWISE", env={"HF_TOKEN": "hf_x"}),
+    "multinode_16_on_8": Decision(tensor_parallel_size=16, gpu_memory_utilization=0.85),  # TP 8 x PP 2 through Ray
 }  # fmt: skip
 SERVED = "llama 70b (prod)"
 
@@ -116,6 +117,9 @@ def _rendered_argv(folder: Path, decision: Decision) -> tuple[list[str], list[st
     from tests.render_helpers.fakebin import make_fake
 
     fake = make_fake(folder / "bin")
+    ray = fake.parent / "ray"  # multi-node: the head script starts Ray and waits for 2 nodes
+    ray.write_text("#!/bin/sh\n[ \"$1\" = status ] && printf 'Active:\\n 1 node_a\\n 1 node_b\\nPending:\\n'\nexit 0\n")
+    ray.chmod(0o755)
     files = render_files(MODEL, decision, vllm_bin=str(fake), host="0.0.0.0", port=8001, served_model_name=SERVED)
     write_files(folder / "out", files)
     report = folder / "report.json"
@@ -135,7 +139,9 @@ def test_vllm_accepts_rendered_launch_and_unit(parsed: dict[str, dict], case_id:
     assert result["ok"], result["error"]
     v = result["values"]
     assert (v["model"], v["host"], v["port"], v["served_model_name"]) == (MODEL, "0.0.0.0", 8001, [SERVED])
-    assert v["tensor_parallel_size"] == d.tensor_parallel_size and v["max_model_len"] == d.max_model_len
+    tp, pp = (8, 2) if case_id.startswith("multinode") else (d.tensor_parallel_size, 1)
+    assert (v["tensor_parallel_size"], v["pipeline_parallel_size"]) == (tp, pp) and v["max_model_len"] == d.max_model_len
+    assert v["distributed_executor_backend"] == ("ray" if pp > 1 else None)
     assert v["gpu_memory_utilization"] == pytest.approx(d.gpu_memory_utilization)
     assert v["cudagraph_mode"] == d.cudagraph_mode and v["speculative_config"] == d.speculative_config()
 

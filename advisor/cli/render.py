@@ -89,7 +89,15 @@ def _render(fmt: str, target, rec, *, gpus_per_node: int, image: str) -> tuple[d
 
     version = settings().vllm_version
     if fmt == "systemd":
-        return render_target(target, rec.decision, version=version, host_dsa_queues=rec.host_dsa_queues), []
+        return render_target(target, rec.decision, version=version, host_dsa_queues=rec.host_dsa_queues,
+                             gpus_per_node=gpus_per_node), []  # fmt: skip
+    from advisor.errors import UsageError
+    from advisor.render.multinode import layout
+
+    lay = layout(rec.decision, gpus_per_node)
+    if lay is not None:
+        raise UsageError(f"TP {rec.decision.tensor_parallel_size} needs {lay.nodes} nodes of {gpus_per_node} GPUs: --format {fmt} renders "
+                         "one node only (no KubeRay/LeaderWorkerSet manifest yet); use --format systemd for the Ray multi-node files")  # fmt: skip
     from advisor.render.containers import render_compose, render_k8s
 
     if fmt == "k8s":

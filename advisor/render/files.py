@@ -12,6 +12,7 @@ from advisor.render.flags import _check_version, serve_argv
 from advisor.render.target import Target, make_target
 
 FILES = ("launch.sh", "vllm.service", "vllm.env")
+MULTINODE_FILES = ("ray-worker.sh", "vllm-ray-worker.service")
 
 TIMEOUT_START_S = 3600
 """systemd start timeout: download + load + torch.compile + CUDA graph capture of a 400B-class
@@ -30,6 +31,13 @@ DEVICE_ALLOW: tuple[str, ...] = ()
 READY_SCRIPT = (
     'until (exec 3<>"/dev/tcp/$1/$2" && printf "GET /health HTTP/1.0\\r\\n\\r\\n" >&3 '
     '&& IFS= read -r line <&3 && [[ $line == *" 200 "* ]]) 2>/dev/null; do sleep 5; done'
+)
+
+
+# Multi-node head: wait until $2 Ray nodes are alive (`ray status`, section "Active:"), $1 = ray.
+RAY_WAIT_SCRIPT = (
+    'for _ in $(seq 1 120); do n="$("$1" status 2>/dev/null | sed -n "/^Active:/,/^Pending:/p" | grep -c node_ || true)"; '
+    '[ "$n" -ge "$2" ] && exit 0; sleep 5; done; echo "ray: fewer than $2 nodes joined in 10 minutes" >&2; exit 1'
 )
 
 
@@ -77,14 +85,22 @@ def base_context(target: Target, decision: Decision, version: str) -> dict:
 
 def serve_args(target: Target, decision: Decision, version: str) -> list[str]:
     """Everything after the program: ``serve MODEL engine-flags deploy-flags``."""
-    return [*serve_argv(target.model, decision, version)[1:], *target.deploy_args()]
+    return [*serve_argv(target.model, decision, version)[1:], *target.parallel_args, *target.deploy_args()]
 
 
-def render_target(target: Target, decision: Decision, *, version: str = "0.32", host_dsa_queues: str | None = None) -> dict[str, str]:
-    """The three files for an already validated target (pure)."""
+def render_target(target: Target, decision: Decision, *, version: str = "0.32", host_dsa_queues: str | None = None,
+                  gpus_per_node: int | None = None) -> dict[str, str]:  # fmt: skip
+    """The files for an already validated target (pure): launch.sh, vllm.service, vllm.env, and for
+    a layout larger than one node (advisor.render.multinode) ray-worker.sh and vllm-ray-worker.service."""
+    from advisor.render import multinode
+
     major_minor = _check_version(version)
     env = _environment(major_minor)
+    lay = multinode.layout(decision, gpus_per_node or multinode.DEFAULT_GPUS_PER_NODE)
+    if lay is not None:
+        decision, target = multinode.apply(decision, target, lay)
     args = serve_args(target, decision, major_minor)
+    ray = None if lay is None else {**lay.model_dump(), "bin": multinode.ray_program(target.exec_path)}
     ctx = {
         **base_context(target, decision, major_minor),
         "expected_dsa": host_dsa_queues or "either",
@@ -100,8 +116,11 @@ def render_target(target: Target, decision: Decision, *, version: str = "0.32", 
         "start_limit_burst": START_LIMIT_BURST,
         "protect_home": "read-only" if target.model.startswith(HOME_PREFIXES) else "yes",
         "device_allow": DEVICE_ALLOW,
+        "ray": ray,
+        "ray_wait_argv": None if ray is None else ["/bin/bash", "-c", RAY_WAIT_SCRIPT, "ray-wait", ray["bin"], str(ray["nodes"])],
     }
-    return {name: env.get_template(f"{name}.j2").render(**ctx) for name in FILES}
+    names = FILES + (MULTINODE_FILES if ray else ())
+    return {name: env.get_template(f"{name}.j2").render(**ctx) for name in names}
 
 
 def render_files(

@@ -41,6 +41,8 @@ class Target(BaseModel):
     unit_name: str = "vllm.service"
     env: list[tuple[str, str]] = Field(default_factory=list)
     """Every env variable for the server, sorted by name (the decision's plus --env)."""
+    parallel_args: list[str] = Field(default_factory=list)
+    """Layout flags beyond the decision's (multi-node: --pipeline-parallel-size, Ray backend)."""
     warnings: list[str] = Field(default_factory=list)
 
     def health_host(self) -> str:

@@ -39,10 +39,14 @@ def unspecify(value: str) -> str:
     return "".join(out)
 
 
-def _undollar(word: str) -> str:
+def _undollar(word: str, allow: frozenset[str] = frozenset()) -> str:
     out, i = [], 0
     while i < len(word):
-        if word[i] == "$":
+        ref = next((f"${{{n}}}" for n in allow if word.startswith(f"${{{n}}}", i)), None)
+        if ref:  # an expansion the template means (kept as written)
+            out.append(ref)
+            i += len(ref)
+        elif word[i] == "$":
             assert word[i + 1 : i + 2] == "$", f"live $ expansion in {word!r}"
             out.append("$")
             i += 2
@@ -52,8 +56,9 @@ def _undollar(word: str) -> str:
     return "".join(out)
 
 
-def exec_argv(value: str) -> list[str]:
-    """The argv systemd builds from an ``ExecStart=`` value."""
+def exec_argv(value: str, allow: frozenset[str] = frozenset()) -> list[str]:
+    """The argv systemd builds from an ``ExecStart=`` value; ``${NAME}`` for a NAME in ``allow``
+    is left for systemd to expand, any other ``$`` must be the escaped ``$$``."""
     text = unspecify(value)
     assert text[:1] not in "-@:+!", f"exec prefix in {value!r}"
     words, i = [], 0
@@ -80,7 +85,7 @@ def exec_argv(value: str) -> list[str]:
             i += 1
         i += 1
         assert i >= len(text) or text[i] in " \t", f"text after closing quote in {value!r}"
-        words.append("".join(word) if not words else _undollar("".join(word)))  # no $ expansion in the executable
+        words.append("".join(word) if not words else _undollar("".join(word), allow))  # no $ expansion in the executable
     return words
 
 
