@@ -94,11 +94,13 @@ def test_bad_env_name_is_refused():
 
 
 @pytest.mark.skipif(not shutil.which("shellcheck"), reason="shellcheck not installed (scripts/test.sh installs it when apt is available)")
-@pytest.mark.parametrize("case", sorted(CASES))
+@pytest.mark.parametrize("case", [*sorted(CASES), "multinode"])
 def test_shellcheck_clean(tmp_path, case):
-    model, d, dsa = CASES[case]
-    write_files(tmp_path, render_files(model, d, host_dsa_queues=dsa))
-    proc = subprocess.run(["shellcheck", "-S", "warning", str(tmp_path / "launch.sh")], capture_output=True, text=True)
+    model, d, dsa = CASES[case] if case in CASES else ("m/x", Decision(tensor_parallel_size=16), "either")
+    written = write_files(tmp_path, render_files(model, d, host_dsa_queues=dsa))
+    scripts = [str(p) for p in written if p.suffix == ".sh"]
+    assert len(scripts) == (2 if case == "multinode" else 1)
+    proc = subprocess.run(["shellcheck", "-S", "warning", *scripts], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout
 
 
