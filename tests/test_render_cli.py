@@ -76,3 +76,21 @@ def test_unwritable_target_is_exit_73_and_changes_nothing(run_cli, tmp_path):
     code, _, err = run_cli("render", MODEL, "--gpu", "H100", "--gpus", "4", "--out", str(out), "--force")
     assert code == 73 and "is a directory; refusing to replace it" in err and err.count("\n") == 1
     assert sorted(p.name for p in out.iterdir()) == ["vllm.service"]
+
+
+def test_the_hostile_corpus_through_the_cli_gives_no_traceback(run_cli, tmp_path):
+    """Every hostile value in every deployment option at once: exit 0 (files written) or exit 2
+    with one `error:` line; never a traceback or an internal error (exit 70)."""
+    from tests.render_helpers.corpus import HOSTILE
+
+    outcomes = {0: 0, 2: 0}
+    for i, v in enumerate(HOSTILE):
+        out = tmp_path / f"o{i}"
+        code, _, err = run_cli("render", MODEL, "--gpu", "H100", "--gpus", "4", "--out", str(out), "--vllm-bin", v, "--host", v,
+                               "--served-model-name", v, "--env-file", "/etc/vllm/" + v, "--env", f"VLLM_HOSTILE={v}")  # fmt: skip
+        assert code in outcomes and "Traceback" not in err and "internal error" not in err, (v, code, err)
+        assert (code == 0) == out.is_dir()
+        if code == 2:
+            assert err.startswith("error: ") and err.count("\n") == 1, (v, err)
+        outcomes[code] += 1
+    assert outcomes[0] >= 5 and outcomes[2] >= 100  # both paths really taken

@@ -199,3 +199,10 @@ def test_launch_runs_suffix_when_arctic_inference_imports(tmp_path):
     proc = _launch(tmp_path, render_files("m/x", SUFFIX, which=which_in(bindir)), bindir)
     assert proc.returncode == 0, proc.stderr
     assert "--speculative-config" in json.loads((tmp_path / "report.json").read_text())["argv"]
+
+
+def test_host_save_onto_a_device_is_exit_73_through_the_cli(run_cli, tmp_path):
+    """Before: `advisor host --save /dev/null` os.replace'd the device node (as root)."""
+    code, _, err = run_cli("host", "--save", "/dev/null")
+    assert code == 73 and "/dev/null is a character device; refusing to replace it" in err and err.count("\n") == 1
+    assert Path("/dev/null").is_char_device()
