@@ -129,19 +129,28 @@ def _accepted_programs() -> list[str]:
 def test_systemd_accepts_every_hostile_unit(tmp_path):
     """One `systemd-analyze verify` over a unit per hostile value (each value in the program
     name, model, served name, env-file path and Description at once): systemd parses every
-    one without a complaint, and finds each ExecStart= executable (its first word, as systemd
-    split it, is the fake's real path)."""
+    one without a complaint and finds each ExecStart= executable. Then systemd's manager in test
+    mode loads them all and dumps the argv it parsed: exactly the intended one, every time."""
     bindir = tmp_path / "bin"
     units = tmp_path / "units"
     units.mkdir()
-    names = []
+    names, expected = [], {}
     for i, value in enumerate(HOSTILE):
         prog = make_fake(bindir, value) if value in _accepted_programs() else make_fake(bindir)
-        files = render_files(value if _argv_word_ok(value) else "org/model", DECISION, vllm_bin=str(prog),
-                             env_file="/etc/vllm/" + value if _env_file_ok(value) else "/etc/vllm/vllm.env",
-                             served_model_name=value if _argv_word_ok(value) else None)  # fmt: skip
+        model = value if _argv_word_ok(value) else "org/model"
+        served = value if _argv_word_ok(value) else None
+        files = render_files(model, DECISION, vllm_bin=str(prog), served_model_name=served,
+                             env_file="/etc/vllm/" + value if _env_file_ok(value) else "/etc/vllm/vllm.env")  # fmt: skip
         (units / f"hostile-{i}.service").write_text(files["vllm.service"])
-        names.append(str(units / f"hostile-{i}.service"))
-    proc = subprocess.run(["systemd-analyze", "verify", "--man=no", *names], capture_output=True, text=True, timeout=300)
+        names.append(f"hostile-{i}.service")
+        expected[names[-1]] = [str(prog), "serve", model, *serve_flags(DECISION), "--host", "127.0.0.1", "--port", "8000",
+                               *(["--served-model-name", served] if served else [])]  # fmt: skip
+    proc = subprocess.run(["systemd-analyze", "verify", "--man=no", *(str(units / n) for n in names)], capture_output=True,
+                          text=True, timeout=300)  # fmt: skip
     complaints = [ln for ln in proc.stderr.splitlines() if "hostile-" in ln]
     assert proc.returncode == 0 and not complaints, "\n".join(complaints[:20]) or proc.stderr[-2000:]
+    if not sd.have_systemd_test_mode():
+        pytest.skip("systemd's manager binary or setpriv missing: the argv check by systemd itself is skipped")
+    parsed = sd.systemd_exec_lines(units, names)
+    for name in names:
+        assert parsed[name] == [expected[name]], (name, parsed[name], expected[name])
