@@ -134,7 +134,7 @@ def test_systemd_accepts_every_hostile_unit(tmp_path):
     bindir = tmp_path / "bin"
     units = tmp_path / "units"
     units.mkdir()
-    names, expected = [], {}
+    names, expected, env_files = [], {}, {}
     for i, value in enumerate(HOSTILE):
         prog = make_fake(bindir, value) if value in _accepted_programs() else make_fake(bindir)
         model = value if _argv_word_ok(value) else "org/model"
@@ -143,6 +143,7 @@ def test_systemd_accepts_every_hostile_unit(tmp_path):
                              env_file="/etc/vllm/" + value if _env_file_ok(value) else "/etc/vllm/vllm.env")  # fmt: skip
         (units / f"hostile-{i}.service").write_text(files["vllm.service"])
         names.append(f"hostile-{i}.service")
+        env_files[names[-1]] = "/etc/vllm/" + value if _env_file_ok(value) else "/etc/vllm/vllm.env"
         expected[names[-1]] = [str(prog), "serve", model, *serve_flags(DECISION), "--host", "127.0.0.1", "--port", "8000",
                                *(["--served-model-name", served] if served else [])]  # fmt: skip
     proc = subprocess.run(["systemd-analyze", "verify", "--man=no", *(str(units / n) for n in names)], capture_output=True,
@@ -154,3 +155,5 @@ def test_systemd_accepts_every_hostile_unit(tmp_path):
     parsed = sd.systemd_exec_lines(units, names)
     for name in names:
         assert parsed[name] == [expected[name]], (name, parsed[name], expected[name])
+    for name, got in sd.systemd_exec_lines(units, names, "EnvironmentFile").items():
+        assert got == [[env_files[name]]], (name, got)

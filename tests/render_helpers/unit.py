@@ -166,6 +166,8 @@ def _dump(folder, units: list[str], key: str) -> dict[str, list[list[str]]]:
     for line in proc.stdout.split("\n"):
         if line.startswith("\t-> Unit "):
             unit = line[len("\t-> Unit ") : -1]
+        elif unit in units and line.startswith(f"\t\t{key}: "):  # a plain setting, e.g. EnvironmentFile
+            out.setdefault(unit, []).append([line[len(f"\t\t{key}: ") :]])
         elif line.strip() == f"-> {key}:":
             want = True
         elif want and unit in units and line.strip().startswith("Command Line: "):
