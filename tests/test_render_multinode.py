@@ -109,3 +109,14 @@ def test_k8s_and_compose_refuse_a_multinode_layout(run_cli, tmp_path):
     code, _, err = run_cli("render", "meta-llama/Llama-3.1-405B-Instruct-FP8", "--gpu", "H100", "--gpus", "16", "--format", "k8s",
                            "--out", str(tmp_path / "o"))  # fmt: skip
     assert code == 2 and "needs 2 nodes of 8 GPUs" in err and not (tmp_path / "o").exists()
+
+
+def test_unit_waits_for_the_ray_nodes_before_serving(tmp_path):
+    """The head unit's second ExecStartPre= (as systemd splits it) returns 0 once `ray status` lists both nodes."""
+    fake = _bin(tmp_path)
+    unit = render_files("m/x", D16, vllm_bin=str(fake))["vllm.service"]
+    wait = [sd.exec_argv(v) for _, k, v in sd.directives(unit) if k == "ExecStartPre"][1]
+    assert wait[-2:] == [str(fake.parent / "ray"), "2"]
+    env = {"PATH": "/usr/bin:/bin", "RAY_LOG": str(tmp_path / "ray.log")}
+    assert subprocess.run(wait, env=env, capture_output=True, timeout=60).returncode == 0
+    assert (tmp_path / "ray.log").read_text().splitlines() == ["status"]
