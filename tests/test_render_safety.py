@@ -25,7 +25,7 @@ from tests.render_helpers.fakebin import RECORDER, make_fake, which_in
 
 PLAIN = Decision(gpu_memory_utilization=0.85, env={"VLLM_PLUGINS": ""})
 SUFFIX = Decision(speculative_method="suffix", num_speculative_tokens=16, env={"VLLM_PLUGINS": "arctic_inference"})
-VLLM_VENV = Path(os.environ.get("ADVISOR_VLLM_VENV", "/work/vllm-venv"))
+VLLM_VENV = Path(os.environ.get("ADVISOR_VLLM_VENV", Path(__file__).resolve().parents[1] / ".cache" / "vllm-venv"))  # as test_vllm_contract
 
 
 def _launch(tmp_path: Path, files: dict[str, str], bindir: Path, **env: str) -> subprocess.CompletedProcess:
