@@ -22,6 +22,7 @@ from advisor.render.flags import serve_flags
 from advisor.render.target import make_target
 from advisor.render.write import write_files
 from tests.render_helpers.corpus import HOSTILE
+from tests.render_helpers.fakebin import make_fake
 
 ROOT = Path(__file__).resolve().parents[1]
 COMPOSE_VENV = Path(os.environ.get("ADVISOR_COMPOSE_VENV", ROOT / ".cache" / "compose-venv"))  # read before conftest clears ADVISOR_*
@@ -170,3 +171,55 @@ def test_compose_hostile_values_arrive_exactly(tmp_path):
         assert got[folder]["command"][1] == value and got[folder]["command"][-1] == value, value
         assert got[folder]["environment"]["VLLM_HOSTILE"] == value, value
     assert len(folders) >= 80
+
+
+D16 = DECISION.model_copy(update={"tensor_parallel_size": 16})
+FAKE_RAY = """#!/bin/sh
+echo "$*" >> "$RAY_LOG"
+[ "$1" = status ] && printf 'Active:\\n 1 node_a\\n 1 node_b\\nPending:\\n'
+exit 0
+"""
+
+
+def lws_pods(files: dict[str, str]) -> dict[str, dict]:
+    """The LeaderWorkerSet's leader and worker pod templates, as Pods (kubernetes-validate has no
+    schema for the LWS custom resource itself, so its pod templates are validated as Pods)."""
+    (lws,) = [d for d in yaml.safe_load_all(files["vllm-lws.yaml"]) if d["kind"] == "LeaderWorkerSet"]
+    tpl = lws["spec"]["leaderWorkerTemplate"]
+    return {role: {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"vllm-{role}", **tpl[f"{role}Template"]["metadata"]},
+                   "spec": tpl[f"{role}Template"]["spec"]} for role in ("leader", "worker")}  # fmt: skip
+
+
+def test_k8s_multinode_is_a_leaderworkerset_whose_pods_validate_and_run(tmp_path):
+    target = make_target("org/model", D16, extra_env=SECRETS, resolve=False)
+    files = render_k8s(target, D16, image=IMAGE, gpu="H100")
+    assert set(files) == {"vllm-secret.yaml", "vllm-lws.yaml"}
+    docs = list(yaml.safe_load_all(files["vllm-lws.yaml"]))
+    assert [d["kind"] for d in docs] == ["LeaderWorkerSet", "Service"]
+    assert docs[0]["spec"]["leaderWorkerTemplate"]["size"] == 2
+    pods = lws_pods(files)
+    _validate_k8s([docs[1], *pods.values()])
+    leader, worker = (pods[r]["spec"]["containers"][0] for r in ("leader", "worker"))
+    assert leader["resources"]["limits"] == worker["resources"]["limits"] == {"nvidia.com/gpu": 8}
+    # Run both pods' commands (Kubernetes' $$ rule applied) against recording fakes of ray and vllm.
+    fake = make_fake(tmp_path / "bin")
+    (fake.parent / "ray").write_text(FAKE_RAY)
+    (fake.parent / "ray").chmod(0o755)
+    log, report = tmp_path / "ray.log", tmp_path / "r.json"
+    env = {"PATH": f"{fake.parent}:/usr/bin:/bin", "RAY_LOG": str(log), "FAKE_OUT": str(report), "LWS_GROUP_SIZE": "2"}
+    run = [*leader["command"], *(_unk8s(a) for a in leader["args"])]
+    assert subprocess.run(run, env=env, capture_output=True, timeout=60).returncode == 0
+    argv = json.loads(report.read_text())["argv"]
+    assert argv == ["serve", "org/model", *serve_flags(D16.model_copy(update={"tensor_parallel_size": 8})),
+                    "--pipeline-parallel-size", "2", "--distributed-executor-backend", "ray", "--host", "0.0.0.0", "--port", "8000"]  # fmt: skip
+    assert worker["args"][-1] == "$(LWS_LEADER_ADDRESS)"  # the one reference Kubernetes must expand
+    run = [*worker["command"], *(_unk8s(a) for a in worker["args"][:-1]), "10.1.2.3"]
+    assert subprocess.run(run, env=env, capture_output=True, timeout=60).returncode == 0
+    assert log.read_text().splitlines()[0].startswith("start --head --port=6379 --num-gpus=8")
+    assert log.read_text().splitlines()[-1] == "start --address=10.1.2.3:6379 --num-gpus=8 --block --disable-usage-stats"
+
+
+def test_compose_refuses_a_multinode_layout(run_cli, tmp_path):
+    code, _, err = run_cli("render", "meta-llama/Llama-3.1-405B-Instruct-FP8", "--gpu", "H100", "--gpus", "16", "--format", "compose",
+                           "--out", str(tmp_path / "o"))  # fmt: skip
+    assert code == 2 and "--format compose renders one host only" in err and not (tmp_path / "o").exists()

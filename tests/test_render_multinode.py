@@ -105,12 +105,6 @@ def test_multinode_units_pass_systemd_analyze(tmp_path):
     assert all(exposure(Path(u)) <= MAX_EXPOSURE for u in units)
 
 
-def test_k8s_and_compose_refuse_a_multinode_layout(run_cli, tmp_path):
-    code, _, err = run_cli("render", "meta-llama/Llama-3.1-405B-Instruct-FP8", "--gpu", "H100", "--gpus", "16", "--format", "k8s",
-                           "--out", str(tmp_path / "o"))  # fmt: skip
-    assert code == 2 and "needs 2 nodes of 8 GPUs" in err and not (tmp_path / "o").exists()
-
-
 def test_unit_waits_for_the_ray_nodes_before_serving(tmp_path):
     """The head unit's second ExecStartPre= (as systemd splits it) returns 0 once `ray status` lists both nodes."""
     fake = _bin(tmp_path)

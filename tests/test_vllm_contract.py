@@ -98,7 +98,29 @@ def parsed(tmp_path_factory) -> dict[str, dict]:
         assert launch_argv == unit_argv
         assert launch_argv[0] == "serve"
         cases.append({"id": f"rendered_{case_id}", "argv": launch_argv[1:]})
+    cases.append({"id": "k8s_lws_leader", "argv": _lws_leader_argv()[1:]})
     return _run_parser(cases)
+
+
+def _lws_leader_argv() -> list[str]:
+    """The `vllm` argv of the LeaderWorkerSet leader pod for 16 GPUs (Kubernetes' $$ rule applied)."""
+    from advisor.render.containers import render_k8s
+    from advisor.render.target import make_target
+    from tests.test_render_containers import _unk8s, lws_pods
+
+    d = RENDERED["multinode_16_on_8"]
+    files = render_k8s(make_target(MODEL, d, resolve=False), d, image="vllm/vllm-openai:v0.32.0")
+    args = [_unk8s(a) for a in lws_pods(files)["leader"]["spec"]["containers"][0]["args"]]
+    assert args[1] == "vllm-leader" and args[2] == "serve"
+    return args[2:]
+
+
+def test_vllm_accepts_the_k8s_multinode_leader_command(parsed: dict[str, dict]) -> None:
+    result = parsed["k8s_lws_leader"]
+    assert result["ok"], result["error"]
+    v = result["values"]
+    assert (v["tensor_parallel_size"], v["pipeline_parallel_size"], v["distributed_executor_backend"]) == (8, 2, "ray")
+    assert (v["model"], v["host"], v["port"]) == (MODEL, "0.0.0.0", 8000)
 
 
 RENDERED: dict[str, Decision] = {

@@ -37,7 +37,7 @@ def _summary(rec, target, fmt: str, warnings: list[str]) -> str:
 def render_cmd(
     model: str = model_arg(),
     out: Path = typer.Option(..., "--out", help="Directory to write into (created; every file is written or none is)."),
-    fmt: str = typer.Option("systemd", "--format", help="systemd: launch.sh, vllm.service, vllm.env (0600); multi-node adds ray-worker.sh, vllm-ray-worker.service. k8s: vllm-secret.yaml (Secret, 0600) + vllm-deployment.yaml (PVC, Deployment, Service). compose: compose.yaml (0600, env inline)."),
+    fmt: str = typer.Option("systemd", "--format", help="systemd: launch.sh, vllm.service, vllm.env (0600); multi-node adds ray-worker.sh, vllm-ray-worker.service. k8s: vllm-secret.yaml (Secret, 0600) + vllm-deployment.yaml (PVC, Deployment, Service), multi-node vllm-lws.yaml (LeaderWorkerSet). compose: compose.yaml (0600, env inline)."),
     gpu: str = o.GPU, gpus: int = o.GPUS, tp: int = o.TP, corpus: str = o.CORPUS, tokenizer: str = o.TOKENIZER,
     concurrency: int = o.CONCURRENCY, max_model_len: int = o.MAX_MODEL_LEN, k: int = o.K, gmu: float = o.GMU,
     vllm_bin: str = typer.Option("vllm", "--vllm-bin", help="vLLM executable: a name (resolved on PATH now, so the unit gets an absolute path) or a path. Not empty, no leading '-'."),
@@ -91,16 +91,16 @@ def _render(fmt: str, target, rec, *, gpus_per_node: int, image: str) -> tuple[d
     if fmt == "systemd":
         return render_target(target, rec.decision, version=version, host_dsa_queues=rec.host_dsa_queues,
                              gpus_per_node=gpus_per_node), []  # fmt: skip
+    from advisor.render.containers import render_compose, render_k8s
+
+    if fmt == "k8s":
+        return render_k8s(target, rec.decision, version=version, image=image, gpu=rec.host.gpu,
+                          weight_bytes=rec.model.get("weight_bytes"), gpus_per_node=gpus_per_node), []  # fmt: skip
     from advisor.errors import UsageError
     from advisor.render.multinode import layout
 
     lay = layout(rec.decision, gpus_per_node)
     if lay is not None:
-        raise UsageError(f"TP {rec.decision.tensor_parallel_size} needs {lay.nodes} nodes of {gpus_per_node} GPUs: --format {fmt} renders "
-                         "one node only (no KubeRay/LeaderWorkerSet manifest yet); use --format systemd for the Ray multi-node files")  # fmt: skip
-    from advisor.render.containers import render_compose, render_k8s
-
-    if fmt == "k8s":
-        return render_k8s(target, rec.decision, version=version, image=image, gpu=rec.host.gpu,
-                          weight_bytes=rec.model.get("weight_bytes")), []  # fmt: skip
+        raise UsageError(f"TP {rec.decision.tensor_parallel_size} needs {lay.nodes} nodes of {gpus_per_node} GPUs: --format compose "
+                         "renders one host only; use --format systemd (Ray head + workers) or --format k8s (LeaderWorkerSet)")  # fmt: skip
     return render_compose(target, rec.decision, version=version, image=image, gpu=rec.host.gpu), []

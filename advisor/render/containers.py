@@ -17,6 +17,16 @@ from advisor.render.flags import _check_version
 from advisor.render.target import Target
 
 STARTUP_MINUTES = 60
+# LeaderWorkerSet pods (vLLM's docs/deployment/frameworks/lws.md pattern): the leader starts the Ray
+# head, waits for LWS_GROUP_SIZE nodes, then execs `vllm "$@"` with the rendered argv; a worker
+# joins the head at $1 (the pod's $(LWS_LEADER_ADDRESS)).
+LEADER_SCRIPT = (
+    "set -euo pipefail; ray start --head --port={port} --num-gpus={gpus} --disable-usage-stats; "
+    'until [ "$(ray status 2>/dev/null | sed -n "/^Active:/,/^Pending:/p" | grep -c node_ || true)" -ge "${{LWS_GROUP_SIZE}}" ]; '
+    'do sleep 5; done; exec vllm "$@"'
+)
+WORKER_SCRIPT = 'exec ray start --address="$1:{port}" --num-gpus={gpus} --block --disable-usage-stats'
+
 AMD_GPUS = ("MI300X", "MI325X", "MI250X")
 
 
@@ -62,13 +72,24 @@ def _env(version: str):
 
 
 def render_k8s(target: Target, decision: Decision, *, version: str = "0.32", image: str, gpu: str | None = None,
-               weight_bytes: int | None = None) -> dict[str, str]:  # fmt: skip
-    """vllm-secret.yaml (0600) and vllm-deployment.yaml."""
+               weight_bytes: int | None = None, gpus_per_node: int | None = None) -> dict[str, str]:  # fmt: skip
+    """vllm-secret.yaml (0600) and vllm-deployment.yaml; for a layout larger than one node,
+    vllm-lws.yaml (LeaderWorkerSet: Ray head + vLLM in the leader pod, Ray workers) instead."""
+    from advisor.render import multinode
+
     major_minor = _check_version(version)
+    lay = multinode.layout(decision, gpus_per_node or multinode.DEFAULT_GPUS_PER_NODE)
+    if lay is not None:
+        decision, target = multinode.apply(decision, target, lay)
     ctx = {**_context(target, decision, major_minor, image=image, gpu=gpu, gpus=decision.tensor_parallel_size),
            "cache_size": cache_size(weight_bytes)}  # fmt: skip
+    names = ("vllm-secret.yaml", "vllm-deployment.yaml")
+    if lay is not None:
+        ctx.update(ray=lay.model_dump(), leader_script=LEADER_SCRIPT.format(port=lay.port, gpus=lay.tp),
+                   worker_script=WORKER_SCRIPT.format(port=lay.port, gpus=lay.tp))  # fmt: skip
+        names = ("vllm-secret.yaml", "vllm-lws.yaml")
     env = _env(major_minor)
-    return {name: env.get_template(f"{name}.j2").render(**ctx) for name in ("vllm-secret.yaml", "vllm-deployment.yaml")}
+    return {name: env.get_template(f"{name}.j2").render(**ctx) for name in names}
 
 
 def render_compose(target: Target, decision: Decision, *, version: str = "0.32", image: str, gpu: str | None = None) -> dict[str, str]:
