@@ -63,8 +63,25 @@ def _validate_k8s(docs: list[dict]) -> None:
         kubernetes_validate.validate(doc, K8S_VERSION, strict=True)
 
 
+class _StrictLoader(yaml.SafeLoader):
+    """safe_load that refuses a repeated mapping key (PyYAML would keep the last one silently)."""
+
+
+def _no_duplicates(loader, node, deep=False):
+    keys = [loader.construct_object(k, deep=deep) for k, _ in node.value]
+    assert len(keys) == len(set(map(str, keys))), f"duplicate key in {keys}"
+    return yaml.SafeLoader.construct_mapping(loader, node, deep)
+
+
+_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _no_duplicates)
+
+
+def _load_all(text: str) -> list[dict]:
+    return list(yaml.load_all(text, Loader=_StrictLoader))
+
+
 def _docs(files: dict[str, str]) -> dict[str, dict]:
-    return {d["kind"]: d for text in files.values() for d in yaml.safe_load_all(text)}
+    return {d["kind"]: d for text in files.values() for d in _load_all(text)}
 
 
 def test_k8s_manifests_validate_and_carry_the_command(tmp_path):
@@ -184,7 +201,7 @@ exit 0
 def lws_pods(files: dict[str, str]) -> dict[str, dict]:
     """The LeaderWorkerSet's leader and worker pod templates, as Pods (kubernetes-validate has no
     schema for the LWS custom resource itself, so its pod templates are validated as Pods)."""
-    (lws,) = [d for d in yaml.safe_load_all(files["vllm-lws.yaml"]) if d["kind"] == "LeaderWorkerSet"]
+    (lws,) = [d for d in _load_all(files["vllm-lws.yaml"]) if d["kind"] == "LeaderWorkerSet"]
     tpl = lws["spec"]["leaderWorkerTemplate"]
     return {role: {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"vllm-{role}", **tpl[f"{role}Template"]["metadata"]},
                    "spec": tpl[f"{role}Template"]["spec"]} for role in ("leader", "worker")}  # fmt: skip
@@ -194,7 +211,7 @@ def test_k8s_multinode_is_a_leaderworkerset_whose_pods_validate_and_run(tmp_path
     target = make_target("org/model", D16, extra_env=SECRETS, resolve=False)
     files = render_k8s(target, D16, image=IMAGE, gpu="H100")
     assert set(files) == {"vllm-secret.yaml", "vllm-lws.yaml"}
-    docs = list(yaml.safe_load_all(files["vllm-lws.yaml"]))
+    docs = _load_all(files["vllm-lws.yaml"])
     assert [d["kind"] for d in docs] == ["LeaderWorkerSet", "Service"]
     assert docs[0]["spec"]["leaderWorkerTemplate"]["size"] == 2
     pods = lws_pods(files)
