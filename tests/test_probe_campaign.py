@@ -162,3 +162,29 @@ def test_ctrl_c_keeps_finished_records_and_rerun_resumes(env: Path) -> None:
     assert "resuming campaign" in rerun.stderr and "already done: vanilla" in rerun.stderr
     assert json.loads(rerun.stdout)["probed"] == ["suffix:4", "ngram:2"]
     assert _records(db) == ["vanilla", "suffix:4", "ngram:2"]
+
+
+def test_dummy_weight_probe_is_flagged_and_never_teaches_kbar(env: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`--dummy-weights` (the GPU machine has no checkpoints): vLLM gets --load-format dummy, every
+    record says weights=dummy, the text says what it measures, and the predictor's dataset skips it."""
+    from advisor.predict.dataset import probe_observations
+    from advisor.settings import load_settings
+    from advisor.store import open_store
+
+    rc, out, err = run_json(capsys, probe_args(env, "vanilla,suffix:4", "--dummy-weights"))
+    assert rc == 0, err
+    recs = out["records"]
+    assert [r["outcome"] for r in recs] == ["ok", "ok"]
+    assert all(r["weights"] == "dummy" for r in recs)
+    assert all(r["command"][r["command"].index("--load-format") + 1] == "dummy" for r in recs)
+    rc = main(probe_args(env, "vanilla,suffix:4", "--dummy-weights"))  # resume: the text form
+    assert rc == 0 and "dummy weights: step cost and memory only" in capsys.readouterr().out
+    with open_store(load_settings(data_dir=str(env / "data"))) as store:
+        stored = store.list_records()
+    assert stored and all(r.weights == "dummy" for r in stored)
+    assert probe_observations(stored) == []
+    # the same vLLM flag given through --extra-args is recognised too, and is a different campaign
+    rc, out2, err = run_json(capsys, probe_args(env, "vanilla", "--extra-args", "--load-format dummy"))
+    assert rc == 0, err
+    assert out2["campaign_id"] != out["campaign_id"]
+    assert out2["records"][0]["weights"] == "dummy"

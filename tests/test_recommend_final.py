@@ -57,20 +57,43 @@ def test_kbar_at_k_bound_and_identity():
     assert kbar_at_k(13.0, 32, 1) == pytest.approx(2.0)  # every token accepted
 
 
-def test_reasons_name_the_final_k(run_cli):
-    rec = _rec(run_cli, LLAMA_405B_FP8, "--gpu", "B200", "--gpus", "8")
-    k = rec["decision"]["num_speculative_tokens"]
+def _seed_build_recommend(**flags):
+    """recommend() with the real predictor and the real memory planner under the seed build's start-up
+    terms (memory_terms: its FITTED K term), where 405B-FP8 at K=32 does not boot on 8 x B200."""
+    from functools import partial
+
+    from advisor.model.load import load_profile
+    from advisor.plan.host import HostContext
+    from advisor.plan.recommend import recommend
+    from advisor.plan.wiring import planner, predictor
+    from advisor.plan.workload import Workload
+    from advisor.rules.loader import load_rules
+
+    host = HostContext(gpu="B200", gpus=8, origin="test")
+    return recommend(load_profile(LLAMA_405B_FP8), host, Workload(corpus="mix"), load_rules(),
+                     predictor=predictor, planner=partial(planner, build="seed"), **flags)  # fmt: skip
+
+
+def test_reasons_and_prediction_follow_the_planners_k():
+    rec = _seed_build_recommend()
+    k = rec.decision.num_speculative_tokens
     assert k is not None and k < 32
-    k_lines = [t for t in rec["trace"] if t.startswith("K=")]
+    k_lines = [t for t in rec.trace if t.startswith("K=")]
     assert k_lines and all(t.startswith(f"K={k}:") for t in k_lines)
-    assert any(f"re-predicted at the planner's TP 8, K={k}" in t for t in rec["trace"])
+    assert any(f"re-predicted at the planner's TP 8, K={k}" in t for t in rec.trace)
 
 
-def test_explicit_k_is_kept_when_the_planner_needs_memory(run_cli):
-    rec = _rec(run_cli, LLAMA_405B_FP8, "--gpu", "B200", "--gpus", "8", "--k", "32")
-    assert rec["decision"]["num_speculative_tokens"] == 32
-    assert rec["memory"]["boots"] is True  # something else (max_num_seqs) changed, with a warning
-    assert any("changed max_num_seqs" in w for w in rec["warnings"])
+def test_reasons_name_the_users_k(run_cli):
+    rec = _rec(run_cli, LLAMA_8B, "--gpu", "H200", "--gpus", "8", "--k", "8")
+    k_lines = [t for t in rec["trace"] if t.startswith("K=")]
+    assert rec["decision"]["num_speculative_tokens"] == 8 and k_lines and all(t.startswith("K=8:") for t in k_lines)
+
+
+def test_explicit_k_is_kept_when_the_planner_needs_memory():
+    rec = _seed_build_recommend(num_speculative_tokens=32)
+    assert rec.decision.num_speculative_tokens == 32
+    assert rec.memory["boots"] is True  # something else (max_num_seqs) changed, with a warning
+    assert any("changed max_num_seqs" in w for w in rec.warnings)
 
 
 def test_explicit_gmu_is_kept_and_reported_as_not_booting(run_cli):
@@ -82,9 +105,9 @@ def test_explicit_gmu_is_kept_and_reported_as_not_booting(run_cli):
 
 
 def test_explicit_k_unused_when_suffix_is_off_is_a_warning(run_cli):
-    rec = _rec(run_cli, "Qwen/Qwen3-30B-A3B", "--gpu", "H200", "--gpus", "1", "--k", "8")
+    rec = _rec(run_cli, "deepseek-ai/DeepSeek-R1", "--gpu", "B200", "--gpus", "8", "--k", "8")
     assert rec["decision"]["speculative_method"] is None
-    assert any(w.startswith("--k 8 not used") and "forbids" in w for w in rec["warnings"])
+    assert any(w.startswith("--k 8 not used: suffix decoding is off (rule") for w in rec["warnings"])
 
 
 def test_explicit_max_model_len_capped_with_a_warning(run_cli):
@@ -110,7 +133,7 @@ def test_nearest_bootable_never_changes_a_fixed_field():
 def test_unfitted_concurrency_and_tp_trends_are_labelled_in_plain_text(run_cli):
     code, out, _ = run_cli("recommend", LLAMA_8B, "--gpu", "H100", "--gpus", "1", "--concurrency", "128")
     assert code == 0
-    assert "prediction: concurrency 128: the seed measured only 32" in out and "NOT FITTED" in out
+    assert "prediction: concurrency 128: the seed measured gains only at 32" in out and "NOT FITTED" in out
     assert "prediction: TP 1: the seed measured only TP 8" in out
     code, out, _ = run_cli("recommend", LLAMA_8B, "--gpu", "B200", "--gpus", "8")
     assert code == 0 and "prediction: concurrency" not in out and "prediction: TP" not in out

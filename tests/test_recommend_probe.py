@@ -17,7 +17,8 @@ from advisor.plan.probe_plan import probe_plan
 from advisor.plan.workload import Workload
 
 FAKE = Path(__file__).resolve().parent / "vllm_helpers" / "fake_vllm.py"
-UNSURE = "deepseek-ai/DeepSeek-R1-Distill-Qwen-32B"  # sharegpt: P(win) ≈ 0.57 from the seed alone
+UNSURE = "deepseek-ai/DeepSeek-R1-Distill-Qwen-32B"  # humaneval: P(win) ≈ 0.39 (the two builds' suffix-step costs disagree)
+UNSURE_CORPUS = "humaneval"
 
 
 def plan_for(p_win: float, *, policy: str = "default_on", measured=None, workload=None, model="acme/m"):
@@ -61,7 +62,7 @@ def data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def recommend_json(capsys, data: Path, *extra: str) -> dict:
-    assert main(["--data-dir", str(data), "recommend", UNSURE, "--corpus", "sharegpt", *extra, "--json"]) == 0
+    assert main(["--data-dir", str(data), "recommend", UNSURE, "--corpus", UNSURE_CORPUS, *extra, "--json"]) == 0
     return json.loads(capsys.readouterr().out)
 
 
@@ -95,9 +96,9 @@ def test_recommend_probe_runs_the_plan_and_recommends_again(data: Path, capsys) 
 
 
 def test_plain_output_shows_the_plan(data: Path, capsys) -> None:
-    assert main(["--data-dir", str(data), "recommend", UNSURE, "--corpus", "sharegpt"]) == 0
+    assert main(["--data-dir", str(data), "recommend", UNSURE, "--corpus", UNSURE_CORPUS]) == 0
     out = capsys.readouterr().out
-    assert "Unsure: P(win)=" in out and f"advisor probe {UNSURE} --corpus sharegpt" in out and "--probe" in out
+    assert "Unsure: P(win)=" in out and f"advisor probe {UNSURE} --corpus {UNSURE_CORPUS}" in out and "--probe" in out
 
 
 def test_probe_that_cannot_boot_leaves_a_warning(data: Path, capsys) -> None:

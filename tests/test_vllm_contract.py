@@ -73,7 +73,7 @@ def _run_parser(cases: list[dict]) -> dict[str, dict]:
 
 
 @pytest.fixture(scope="module")
-def parsed() -> dict[str, dict]:
+def parsed(tmp_path_factory) -> dict[str, dict]:
     cases = []
     for case_id, decision in CASES.items():
         argv = _roundtrip(serve_argv(MODEL, decision))
@@ -90,7 +90,82 @@ def parsed() -> dict[str, dict]:
     for cfg in parse_configs("vanilla,suffix:16,ngram:4,suffix:8@gmu=0.8@max_model_len=4096"):
         argv = _roundtrip([MODEL, *probe_flags(cfg, Decision(max_model_len=8192))])
         cases.append({"id": f"probe_{cfg.label}", "argv": argv})
+    # The rendered files: what launch.sh really passes to vllm (a recording fake on PATH), and
+    # what systemd would pass from the unit's ExecStart=, both parsed by vLLM.
+    tmp = tmp_path_factory.mktemp("rendered")
+    for case_id, decision in RENDERED.items():
+        launch_argv, unit_argv = _rendered_argv(tmp / case_id, decision)
+        assert launch_argv == unit_argv
+        assert launch_argv[0] == "serve"
+        cases.append({"id": f"rendered_{case_id}", "argv": launch_argv[1:]})
+    cases.append({"id": "k8s_lws_leader", "argv": _lws_leader_argv()[1:]})
     return _run_parser(cases)
+
+
+def _lws_leader_argv() -> list[str]:
+    """The `vllm` argv of the LeaderWorkerSet leader pod for 16 GPUs (Kubernetes' $$ rule applied)."""
+    from advisor.render.containers import render_k8s
+    from advisor.render.target import make_target
+    from tests.test_render_containers import _unk8s, lws_pods
+
+    d = RENDERED["multinode_16_on_8"]
+    files = render_k8s(make_target(MODEL, d, resolve=False), d, image="vllm/vllm-openai:v0.32.0")
+    args = [_unk8s(a) for a in lws_pods(files)["leader"]["spec"]["containers"][0]["args"]]
+    assert args[1] == "vllm-leader" and args[2] == "serve"
+    return args[2:]
+
+
+def test_vllm_accepts_the_k8s_multinode_leader_command(parsed: dict[str, dict]) -> None:
+    result = parsed["k8s_lws_leader"]
+    assert result["ok"], result["error"]
+    v = result["values"]
+    assert (v["tensor_parallel_size"], v["pipeline_parallel_size"], v["distributed_executor_backend"]) == (8, 2, "ray")
+    assert (v["model"], v["host"], v["port"]) == (MODEL, "0.0.0.0", 8000)
+
+
+RENDERED: dict[str, Decision] = {
+    "suffix_tp8": Decision(speculative_method="suffix", num_speculative_tokens=16, tensor_parallel_size=8,
+                           gpu_memory_utilization=0.85, env={"VLLM_PLUGINS": ""}),
+    "vanilla_seqs": Decision(max_num_seqs=128, cudagraph_mode="PIECEWISE", env={"HF_TOKEN": "hf_x"}),
+    "multinode_16_on_8": Decision(tensor_parallel_size=16, gpu_memory_utilization=0.85),  # TP 8 x PP 2 through Ray
+}  # fmt: skip
+SERVED = "llama 70b (prod)"
+
+
+def _rendered_argv(folder: Path, decision: Decision) -> tuple[list[str], list[str]]:
+    from advisor.render.files import render_files
+    from advisor.render.write import write_files
+    from tests.render_helpers import unit as sd
+    from tests.render_helpers.fakebin import make_fake
+
+    fake = make_fake(folder / "bin")
+    ray = fake.parent / "ray"  # multi-node: the head script starts Ray and waits for 2 nodes
+    ray.write_text("#!/bin/sh\n[ \"$1\" = status ] && printf 'Active:\\n 1 node_a\\n 1 node_b\\nPending:\\n'\nexit 0\n")
+    ray.chmod(0o755)
+    files = render_files(MODEL, decision, vllm_bin=str(fake), host="0.0.0.0", port=8001, served_model_name=SERVED)
+    write_files(folder / "out", files)
+    report = folder / "report.json"
+    env = {"PATH": f"{fake.parent}:/usr/bin:/bin", "ADVISOR_SKIP_PREFLIGHT": "1", "FAKE_OUT": str(report),
+           "VLLM_PYTHON": str(vllm_python())}  # the vLLM venv has Arctic Inference: the suffix check passes for real
+    proc = subprocess.run(["bash", str(folder / "out" / "launch.sh")], env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    unit_argv = sd.exec_argv(sd.one(files["vllm.service"], "ExecStart"))
+    assert unit_argv[0] == str(fake)
+    return json.loads(report.read_text())["argv"], unit_argv[1:]
+
+
+@pytest.mark.parametrize("case_id", list(RENDERED))
+def test_vllm_accepts_rendered_launch_and_unit(parsed: dict[str, dict], case_id: str) -> None:
+    d = RENDERED[case_id]
+    result = parsed[f"rendered_{case_id}"]
+    assert result["ok"], result["error"]
+    v = result["values"]
+    assert (v["model"], v["host"], v["port"], v["served_model_name"]) == (MODEL, "0.0.0.0", 8001, [SERVED])
+    tp, pp = (8, 2) if case_id.startswith("multinode") else (d.tensor_parallel_size, 1)
+    assert (v["tensor_parallel_size"], v["pipeline_parallel_size"]) == (tp, pp) and v["max_model_len"] == d.max_model_len
+    assert v["distributed_executor_backend"] == ("ray" if pp > 1 else None)
+    assert v["gpu_memory_utilization"] == pytest.approx(d.gpu_memory_utilization)
+    assert v["cudagraph_mode"] == d.cudagraph_mode and v["speculative_config"] == d.speculative_config()
 
 
 @pytest.mark.parametrize("case_id", list(CASES))

@@ -42,6 +42,7 @@ def _register() -> None:
     # Each module adds its command(s) to ``app``; keep this list the only place that knows them.
     from advisor.cli import inspect as _inspect  # noqa: F401
     from advisor.cli import recommend as _recommend  # noqa: F401
+    from advisor.cli import render as _render  # noqa: F401
     from advisor.cli import host as _host  # noqa: F401
     from advisor.cli import probe as _probe  # noqa: F401
     from advisor.cli import calibrate as _calibrate  # noqa: F401

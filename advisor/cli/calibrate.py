@@ -64,6 +64,52 @@ def _print_evaluation(res: dict) -> None:
     print("\n".join(lines))
 
 
+def _gpu_steps(profile_of, run_eval) -> dict:
+    """The GPU-step section: real-vLLM step times against the step-cost model, and what the measured
+    suffix-step costs would do to the seed's leave-one-model-out if that build had had them."""
+    from advisor.paths import data_path
+    from advisor.predict import gpu_steps
+    from advisor.predict.dataset import seed_observations
+
+    section = gpu_steps.evaluate(data_path("calibration"), profile_of)
+    moved = [o.model_copy(update={"build": "release"}) for o in seed_observations(replicates=True)]
+    section["release_physics_on_seed"] = {
+        "lomo": run_eval(profile_of, observations=moved)["lomo"],
+        "note": "the seed rows scored with the suffix-step costs measured on vLLM 0.26.0 (H200) instead of "
+                "the seed build's assumed ones; the shipped evaluation above keeps each row's own build",
+    }
+    return section
+
+
+def _print_gpu_steps(g: dict) -> None:
+    if not g.get("available"):
+        print(f"\nGPU steps: none ({g.get('reason')})")
+        return
+    lines = ["", f"GPU steps: real vLLM {', '.join(g['vllm_versions'])} on {g['table'][0]['model'] if g['table'] else '?'} "
+             f"({g['points']} points; {', '.join(g['sources'])})",
+             f"  constants MEASURED from this grid: SPEC_STEP_FIXED_S {g['constants']['SPEC_STEP_FIXED_S'] * 1e3:.2f} ms, "
+             f"SPEC_STEP_PER_SEQ_S {g['constants']['SPEC_STEP_PER_SEQ_S'] * 1e6:.0f} us",
+             f"  plain step: median |log(pred/meas)| {g['plain_median_abs_log_step']:.3f}",
+             f"  R: median |log(R_pred/R_meas)| before the refit {g['r_median_abs_log_before_refit']:.3f}, "
+             f"in sample {g['r_median_abs_log_in_sample']:.3f}, leave-one-concurrency-out "
+             f"{g['r_median_abs_log_leave_one_concurrency_out']:.3f} (goal {g['goal']}: "
+             f"{'met' if g['meets_goal'] else 'NOT met'})"]
+    if g.get("leave_one_model_out_note"):
+        lines.append(f"  leave-one-model-out: not available ({g['leave_one_model_out_note']})")
+    lines.append(f"  {'conc':>4} {'drafts':>6} {'tok/seq':>7} {'meas ms':>8} {'pred ms':>8} {'R meas':>7} {'R pred':>7}  graph")
+    for r in g["table"]:
+        rm = f"{r['r_meas']:.2f}" if r["r_meas"] else "-"
+        rp = f"{r['r_pred']:.2f}" if r["r_pred"] else "-"
+        lines.append(f"  {r['concurrency']:>4} {r['draft_cap']:>6} {r['tokens_per_seq']:>7.2f} {r['step_ms_meas']:>8.2f} "
+                     f"{r['step_ms_pred']:>8.2f} {rm:>7} {rp:>7}  {r['graph_mode']}")
+    t = g.get("release_physics_on_seed")
+    if t:
+        o, n = t["lomo"]["OFF"], t["lomo"]["ON"]
+        lines.append(f"  seed rows with the measured (release) suffix-step costs: predictor OFF {o['geo_frac']:.4f} / "
+                     f"ON {n['geo_frac']:.4f} (the shipped figures keep each row's own build)")
+    print("\n".join(lines))
+
+
 @app.command("calibrate")
 def calibrate_cmd(
     evaluate: bool = typer.Option(False, "--evaluate", help="Leave-one-model-out evaluation on the seed sweep, with baselines."),
@@ -85,11 +131,14 @@ def calibrate_cmd(
         obs = seed_observations(replicates=True)
         fits = lomo_fits(profile_of, obs)
         res = run_eval(profile_of, observations=obs, fits=fits)
-        res["lomo"]["product"] = evaluate_product(profile_of, observations=obs, fits=fits, rules=load_rules(settings().rules_dirs, facts=fact_names()))
+        rules = load_rules(settings().rules_dirs, facts=fact_names())
+        res["lomo"]["product"] = evaluate_product(profile_of, observations=obs, fits=fits, rules=rules)
+        res["gpu_steps"] = _gpu_steps(profile_of, run_eval)
         if json_out:
             emit_json(res)
         else:
             _print_evaluation(res)
+            _print_gpu_steps(res["gpu_steps"])
         return
     from advisor.predict.refit import refit_report
 

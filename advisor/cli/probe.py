@@ -55,6 +55,7 @@ def probe_cmd(
     boot_timeout: float = typer.Option(900.0, "--boot-timeout", min=1, help="Seconds a server may take to serve its first request."),
     campaign: str = typer.Option(None, "--campaign", help="Campaign id to record under (default: derived from the settings, so reruns resume)."),
     retry_failed: bool = typer.Option(False, "--retry-failed", help="Probe again configurations whose earlier record failed."),
+    dummy_weights: bool = typer.Option(False, "--dummy-weights", help="Serve random weights (vLLM's --load-format dummy), e.g. on a GPU host without the checkpoint: the records measure step cost, memory and boot time, and say so (weights: dummy); the predictor never learns K̄ from them. The model directory needs only config.json and a tokenizer whose vocabulary fits the config's vocab_size."),
     json_out: bool = JsonOpt,
 ) -> None:
     """Probe MODEL with each configuration on a real vLLM server and record throughput, K̄ and R.
@@ -95,6 +96,7 @@ def probe_cmd(
         spec = CampaignSpec(
             model=model, corpus=corpus, configs=parse_configs(configs), load=load, base=base, server_cmd=server_cmd,
             extra_args=extra, api=api, campaign=campaign, boot_timeout_s=boot_timeout, retry_failed=retry_failed,
+            dummy_weights=dummy_weights,
         )  # fmt: skip
     except ValidationError as exc:
         first = exc.errors()[0]

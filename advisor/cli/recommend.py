@@ -67,6 +67,9 @@ def _print(rec) -> None:
     if rec.prediction:
         p = rec.prediction
         rows.append(("predicted gain", f"x{p['gain']:.2f} [{p['gain_low']:.2f}, {p['gain_high']:.2f}], P(win)={p['p_win']:.2f}, K̄={p['k_bar']:.2f}, R={p['r']:.2f}"))
+        if p.get("r_seed_build") is not None:
+            rows.append(("step-cost ratio R", f"{p['r']:.2f} with suffix-step costs MEASURED on vLLM 0.26.0 (H200), "
+                         f"{p['r_seed_build']:.2f} with the seed build's ASSUMED ones; the gain is their mean"))
         if p.get("measured"):
             ms = p["measured"]
             kb = f", K̄={ms['k_bar']:.2f}" if ms.get("k_bar") else ""
@@ -155,29 +158,3 @@ def _run_plan(plan: dict, duration: float, requests: int | None, server_cmd: str
     summary = [f"{r.config} {r.outcome}" + (f" {r.throughput_tok_s:.0f} tok/s" if r.throughput_tok_s else "") for r in result.records]
     return {"campaign_id": result.campaign_id, "store": str(store), "summary": summary,
             "records": [r.model_dump(mode="json", exclude={"host"}) for r in result.records]}  # fmt: skip
-
-
-@app.command("render")
-def render_cmd(
-    model: str = model_arg(),
-    out: Path = typer.Option(..., "--out", help="Directory to write launch.sh, vllm.service and vllm.env into."),
-    gpu: str = o.GPU, gpus: int = o.GPUS, tp: int = o.TP, corpus: str = o.CORPUS, tokenizer: str = o.TOKENIZER,
-    concurrency: int = o.CONCURRENCY, max_model_len: int = o.MAX_MODEL_LEN, k: int = o.K, gmu: float = o.GMU,
-    vllm_bin: str = typer.Option("vllm", "--vllm-bin", help="vLLM executable (absolute path recommended for systemd)."),
-    env_file: str = typer.Option("/etc/vllm/vllm.env", "--env-file", help="Where the unit's EnvironmentFile will be installed (absolute)."),
-    force: bool = typer.Option(False, "--force", help="Overwrite existing files."),
-    json_out: bool = JsonOpt,
-) -> None:  # fmt: skip
-    """Write launch.sh, vllm.service (systemd, EnvironmentFile) and vllm.env for the recommendation."""
-    from advisor.render.files import render_files
-    from advisor.render.write import write_files
-
-    rec = build_recommendation(model, gpu, gpus, tp, corpus, tokenizer, concurrency, max_model_len, k, gmu)
-    files = render_files(rec.model["id"], rec.decision, version=settings().vllm_version, vllm_bin=vllm_bin,
-                         env_file=env_file, host_dsa_queues=rec.host_dsa_queues)  # fmt: skip
-    written = write_files(out, files, force=force)
-    if json_out:
-        emit_json({"files": [str(p) for p in written], "recommendation": rec.model_dump(mode="json")})
-    else:
-        for p in written:
-            print(f"wrote {p}")

@@ -243,20 +243,9 @@ def load_host(path: Path) -> HostFingerprint:
 
 
 def save_host(fp: HostFingerprint, path: Path) -> Path:
-    """Write ``fp`` as indented JSON atomically (temporary file in the same folder + os.replace)."""
-    path = Path(path)
+    """Write ``fp`` as indented JSON atomically (staged beside it, then renamed); a symlink, device
+    node or other non-regular target is refused (advisor.atomic)."""
+    from advisor.atomic import write_one
+
     text = json.dumps(fp.model_dump(mode="json"), indent=2) + "\n"
-    folder = path.parent if str(path.parent) else Path(".")
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
-    except OSError as exc:
-        raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
-    try:
-        with os.fdopen(fd, "w") as handle:
-            handle.write(text)
-        os.replace(tmp, path)
-    except OSError as exc:
-        Path(tmp).unlink(missing_ok=True)
-        raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
-    return path
+    return write_one(Path(path), text, mode=0o644)

@@ -109,7 +109,7 @@ class MemoryPlan(BaseModel):
         )
 
 
-def _core(profile: ModelProfile, gpu: GpuSpec, d: Decision, block_size: int) -> dict:
+def _core(profile: ModelProfile, gpu: GpuSpec, d: Decision, block_size: int, build: str = "release") -> dict:
     """All the arithmetic of one plan (no verdict text, no alternative search)."""
     tp = d.tensor_parallel_size
     k = (d.num_speculative_tokens or 0) if d.speculative_method else 0
@@ -123,7 +123,7 @@ def _core(profile: ModelProfile, gpu: GpuSpec, d: Decision, block_size: int) -> 
     fwd = t.forward_peak(profile, tp, mnbt)
     act = max(fwd, t.sampler_peak(profile, rows, mnbt, spec=False))
     spec_src = max(fwd, t.sampler_peak(profile, rows, mnbt, spec=True)) - act if k else 0
-    spec_fit = t.spec_fitted_bytes(profile, k, seqs) if k else 0
+    spec_fit = t.spec_fitted_bytes(profile, k, seqs, build) if k else 0
     cg, graphs = t.cudagraph_bytes(profile, gpu, tp, d.cudagraph_mode, k, seqs, mnbt)
     nt = t.non_torch_bytes(tp)
     avail = budget - w.per_gpu - act - spec_src - spec_fit - cg - nt
@@ -178,8 +178,8 @@ def _terms(c: dict) -> dict[str, float]:
     }
 
 
-def _quick(profile: ModelProfile, gpu: GpuSpec, d: Decision, num_gpus: int, block_size: int) -> PlanSummary:
-    c = _core(profile, gpu, d, block_size)
+def _quick(profile: ModelProfile, gpu: GpuSpec, d: Decision, num_gpus: int, block_size: int, build: str = "release") -> PlanSummary:
+    c = _core(profile, gpu, d, block_size, build)
     ok, _ = _boots(c, gpu, d.gpu_memory_utilization, num_gpus)
     tokens = c["blocks"] * block_size if ok else 0
     return PlanSummary(boots=ok, kv_cache_tokens=tokens, num_gpu_blocks=c["blocks"],
@@ -222,22 +222,24 @@ def _other_quant_hint(profile: ModelProfile, gpu: GpuSpec, d: Decision, num_gpus
 
 
 def plan_memory(profile: ModelProfile, gpu: GpuSpec, decision: Decision, *, num_gpus: int | None = None,
-                block_size: int = t.DEFAULT_BLOCK_SIZE, search: bool = True,
+                block_size: int = t.DEFAULT_BLOCK_SIZE, search: bool = True, build: str = "release",
                 fixed: frozenset[str] = frozenset()) -> MemoryPlan:
     """Predict vLLM's start-up memory per GPU for ``decision`` on ``num_gpus`` x ``gpu``.
 
     ``num_gpus`` defaults to the decision's tensor_parallel_size. When the configuration does not
-    boot and ``search`` is true, ``alternative`` holds :func:`nearest_bootable`'s answer.
+    boot and ``search`` is true, ``alternative`` holds :func:`nearest_bootable`'s answer. ``build``
+    is ``release`` (vLLM releases, measured on 0.26.0) or ``seed`` (the seed write-up's 1.7.dev build,
+    which adds the FITTED K-dependent term; used to reproduce the seed's boot outcomes).
     """
     num_gpus = num_gpus or decision.tensor_parallel_size
-    c = _core(profile, gpu, decision, block_size)
+    c = _core(profile, gpu, decision, block_size, build)
     ok, why = _boots(c, gpu, decision.gpu_memory_utilization, num_gpus)
     terms = _terms(c)
     consumers = {k: v for k, v in terms.items() if k in ("weights", "activation_peak", "spec_decode_extra", "cudagraph", "non_torch")}
     dominant = max(consumers, key=consumers.__getitem__)
     fits = c["w"].per_gpu < c["budget"]
     min_gpus = _min_gpus(profile, gpu, decision, block_size)
-    notes = _notes(profile, decision, c)
+    notes = _notes(profile, decision, c, build)
     tokens = c["blocks"] * block_size if ok else 0
     conc = round(max(0, c["avail"]) / c["need"], 2) if ok and c["need"] else 0.0
     if ok:
@@ -258,11 +260,12 @@ def plan_memory(profile: ModelProfile, gpu: GpuSpec, decision: Decision, *, num_
         notes=notes,
     )
     if not ok and search:
-        plan.alternative = nearest_bootable(profile, gpu, decision, num_gpus=num_gpus, block_size=block_size, fixed=fixed)
+        plan.alternative = nearest_bootable(profile, gpu, decision, num_gpus=num_gpus, block_size=block_size, build=build,
+                                            fixed=fixed)
     return plan
 
 
-def _notes(profile: ModelProfile, d: Decision, c: dict) -> list[str]:
+def _notes(profile: ModelProfile, d: Decision, c: dict, build: str = "release") -> list[str]:
     notes = []
     tp = c["tp"]
     from advisor.model.tp_rules import tp_refusal
@@ -279,9 +282,12 @@ def _notes(profile: ModelProfile, d: Decision, c: dict) -> list[str]:
         notes.append("sliding-window layers: blocks counted at the all-layer page size (vLLM's hybrid allocator may fit more)")
     if profile.attention == "mla":
         notes.append("MLA: the KV latent is not split by TP; q_lora_rank taken as 3 x kv_lora_rank for the replicated down-projections")
-    if c["k"]:
-        notes.append(f"spec_decode_extra includes a FITTED term ({_gib(c['spec_fit'])} GiB) calibrated on the seed write-up's build; "
-                     "vLLM 0.32's profile run has no K-dependent allocation (docs/memory.md)")
+    if c["k"] and build == "seed":
+        notes.append(f"spec_decode_extra includes a FITTED term ({_gib(c['spec_fit'])} GiB) calibrated on the seed write-up's build "
+                     "(vLLM 1.7.dev); vLLM releases have no K-dependent start-up allocation (docs/memory.md)")
+    elif c["k"]:
+        notes.append(f"spec_decode_extra ({_gib(c['spec_src'])} GiB) is the rejection sampler's warm-up, MEASURED on vLLM 0.26.0 "
+                     "(H200, Llama-3.1-8B: 2.4 GiB less KV cache with suffix, the same at K=4 and K=32; docs/memory.md)")
     return notes
 
 
@@ -314,17 +320,18 @@ def _candidates(profile: ModelProfile, gpu: GpuSpec, d: Decision, num_gpus: int)
 
 
 def nearest_bootable(profile: ModelProfile, gpu: GpuSpec, decision: Decision, *, num_gpus: int,
-                     block_size: int = t.DEFAULT_BLOCK_SIZE, fixed: frozenset[str] = frozenset()) -> Alternative | None:
+                     block_size: int = t.DEFAULT_BLOCK_SIZE, build: str = "release",
+                     fixed: frozenset[str] = frozenset()) -> Alternative | None:
     """The first single change that boots, in this order: lower K (suffix kept: 32 -> 24 -> 16 -> 8),
     lower max_num_seqs, higher gmu (<= 0.95), lower max_model_len, higher TP (<= num_gpus), and as a
     last resort speculation off. Fields named in ``fixed`` (the user's explicit flags) are never
     changed. None when the decision already boots or nothing single does."""
-    if _quick(profile, gpu, decision, num_gpus, block_size).boots:
+    if _quick(profile, gpu, decision, num_gpus, block_size, build).boots:
         return None
     for cand, field, change, why in _candidates(profile, gpu, decision, num_gpus):
         if field in fixed:
             continue
-        s = _quick(profile, gpu, cand, num_gpus, block_size)
+        s = _quick(profile, gpu, cand, num_gpus, block_size, build)
         if s.boots:
             return Alternative(decision=cand, field=field, plan_summary=s, change=change,
                                reason=f"{why}: predicted to boot with {s.kv_cache_tokens} KV tokens")

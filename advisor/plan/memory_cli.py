@@ -54,6 +54,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--max-num-seqs", type=int, default=None)
     p.add_argument("--cudagraph-mode", default="FULL_AND_PIECEWISE")
     p.add_argument("--k", type=int, action="append", help="suffix K (repeatable: one column each; 0 = no speculation)")
+    p.add_argument("--build", choices=("release", "seed"), default="release",
+                   help="release: vLLM releases (spec term measured on 0.26.0); seed: the seed write-up's 1.7.dev build "
+                        "(adds the FITTED K-dependent term that reproduces its 405B-FP8 boot failure)")
     p.add_argument("--json", action="store_true", help="print the MemoryPlan objects as JSON instead")
     p.add_argument("--calibration", action="store_true",
                    help="print the bounds the seed boot outcomes put on the fitted speculative-decoding constant")
@@ -133,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
                 gpu_memory_utilization=args.gmu, tensor_parallel_size=args.tp or args.gpus,
                 max_model_len=args.max_model_len, max_num_seqs=args.max_num_seqs, cudagraph_mode=args.cudagraph_mode,
             )
-            plans[f"K={k}" if k else "no speculation"] = plan_memory(profile, gpu, d, num_gpus=args.gpus)
+            plans[f"K={k}" if k else "no speculation"] = plan_memory(profile, gpu, d, num_gpus=args.gpus, build=args.build)
     except AdvisorError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exc.exit_code
@@ -142,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     tp = args.tp or args.gpus
     print(f"{profile.id} on {args.gpus} x {gpu.name} ({gpu.memory_mib} MiB), TP={tp}, gmu={args.gmu}, "
-          f"max_model_len={args.max_model_len}, cudagraph {args.cudagraph_mode}\n")
+          f"max_model_len={args.max_model_len}, cudagraph {args.cudagraph_mode}, build {args.build}\n")
     print(terms_table(plans))
     for label, p in plans.items():
         print(f"\n{label}: {p.reason}")

@@ -48,7 +48,7 @@ def bound(profile: ModelProfile, gpu: GpuSpec, decision: Decision, booted: bool,
     """The bound one outcome puts on the bytes-per-unit constant of ``hypothesis``."""
     from advisor.plan.memory import _core  # the same arithmetic plan_memory uses
 
-    c = _core(profile, gpu, decision, t.DEFAULT_BLOCK_SIZE)
+    c = _core(profile, gpu, decision, t.DEFAULT_BLOCK_SIZE, t.SEED_BUILD)
     unit = _unit(profile, decision, c["seqs"], hypothesis)
     before = c["avail"] + c["spec_fit"]
     room = before - c["block_bytes"] - (c["need"] if booted else 0)

@@ -46,11 +46,15 @@ SAMPLER_BYTES_PER_LOGIT = 16
 (gpu_model_runner.py _dummy_sampler_run -> v1/sample/sampler.py Sampler.forward): bf16 logits (2),
 their fp32 copy (4), softmax probs (4), exponential noise for the Gumbel draw (4), masks (~2).
 Counted by hand from the tensors those functions allocate."""
-REJECTION_BYTES_PER_LOGIT = 22
-"""Same count for the dummy rejection-sampler run (_dummy_sampler_run with a speculative config;
-v1/sample/rejection_sampler.py RejectionSampler.forward): randn logits for 2 rows per request
-(2 x 2), bonus-row copy (2), target rows in fp32 plus the clone (8), sampling constraints and
-probabilities (~6). vLLM 0.32 drafts ONE dummy token per request here, whatever K is."""
+REJECTION_BYTES_PER_LOGIT = 31
+"""MEASURED on vLLM 0.26.0 (one H200, Llama-3.1-8B-Instruct, max_num_seqs 1024, gmu 0.85; the
+engine's own "Actual usage is ... GiB for peak activation" line, calibration/gpu_steps/
+h200-vllm0.26.0/l8-k0.log and l8-k32.log): the profile run's torch peak is 1.78 GiB without
+speculation and 3.91 GiB with suffix K=32, and the KV cache 101.82 vs 99.39 GiB. (3.91 GiB - the
+[16384, hidden] output) / (1024 rows x 128,256 vocab) = 31 live bytes per (row, vocab) element at
+the peak of _dummy_sampler_run with a speculative config (the hand count of
+v1/sample/rejection_sampler.py's tensors was 22). The same run at K=4 gave 99.26 GiB of KV cache
+(shared/device-vllm/measurements-h200-vllm026.md): the term does not grow with K."""
 
 # --- FITTED (not in any source) ---------------------------------------------------------------
 ACT_HIDDEN_BUFFERS = 6
@@ -74,11 +78,14 @@ PRE_SNAPSHOT_TP = 0.5 * GiB
 """FITTED: NCCL communicator set-up before the snapshot (gpu_worker.py init_device initialises the
 distributed environment first)."""
 SPEC_BYTES_PER_LAYER_HIDDEN = 2.0
-"""FITTED, the one K-dependent term: bytes per (draft slot x layer x hidden unit) that the
-write-up's build holds at start-up with speculation, over max_num_seqs x K draft slots. vLLM 0.32
-has no such allocation in profile_run (its dummy spec run uses one draft per request); the seed
-facts (405B-FP8 K=32 fails, DeepSeek-R1 K=32 boots) bound it to roughly 1.5-5 bytes and only a
-term that grows with layers x hidden ranks the ten seed models as observed. 2 = one bf16 value."""
+"""FITTED to the seed write-up's build only (vLLM 1.7.dev for sm_100, ``build="seed"``): bytes per
+(draft slot x layer x hidden unit) that build held at start-up with speculation, over
+max_num_seqs x K draft slots. The seed facts (405B-FP8 K=32 fails at gmu 0.85, DeepSeek-R1 K=32
+boots) bound it to roughly 1.5-5 bytes. Real vLLM has no such term: on vLLM 0.26.0 the KV cache
+with suffix is the same at K=4 and K=32 (REJECTION_BYTES_PER_LOGIT), so ``build="release"`` (the
+default) charges nothing here. The seed's 405B-FP8 crash is therefore that build's behaviour."""
+SEED_BUILD = "seed"
+"""``build`` value that adds the FITTED K term (reproduces the seed's boot outcomes)."""
 
 
 @dataclass(frozen=True)
@@ -209,8 +216,11 @@ def sampler_peak(profile: ModelProfile, rows: int, hidden_tokens: int, *, spec: 
     return kept + rows * padded_vocab(profile) * per
 
 
-def spec_fitted_bytes(profile: ModelProfile, k: int, max_num_seqs: int) -> int:
-    """The FITTED K-dependent start-up term (see SPEC_BYTES_PER_LAYER_HIDDEN)."""
+def spec_fitted_bytes(profile: ModelProfile, k: int, max_num_seqs: int, build: str = "release") -> int:
+    """The FITTED K-dependent start-up term of the seed's build (see SPEC_BYTES_PER_LAYER_HIDDEN);
+    0 for vLLM releases."""
+    if build != SEED_BUILD:
+        return 0
     return int(SPEC_BYTES_PER_LAYER_HIDDEN * max_num_seqs * k * profile.num_layers * profile.hidden_size)
 
 

@@ -172,15 +172,17 @@ FLAG_OF = {"num_speculative_tokens": "--k", "gpu_memory_utilization": "--gmu", "
 """The command-line flag that sets each Decision field the memory planner may change."""
 
 
-def planner(profile: ModelProfile, host: HostContext, decision: Decision, fixed: frozenset[str] = frozenset()):
+def planner(profile: ModelProfile, host: HostContext, decision: Decision, fixed: frozenset[str] = frozenset(),
+            *, build: str = "release"):  # fmt: skip
     """Boot feasibility: keep the decision when it boots, else take the nearest bootable one that
     leaves the user's explicit flags (``fixed``: Decision field names) as given. When only changing
-    a flag would boot, the user's value is kept and reported as not booting, naming the flag."""
+    a flag would boot, the user's value is kept and reported as not booting, naming the flag.
+    ``build``: whose start-up memory terms apply (memory_terms: ``seed`` = the write-up's build)."""
     from advisor.hardware.gpus import get_gpu
     from advisor.plan.memory import nearest_bootable, plan_memory
 
     gpu = get_gpu(host.gpu)
-    plan = plan_memory(profile, gpu, decision, num_gpus=host.gpus, fixed=fixed)
+    plan = plan_memory(profile, gpu, decision, num_gpus=host.gpus, fixed=fixed, build=build)
     trace: list[str] = []
     warnings: list[str] = []
     if plan.boots:
@@ -191,10 +193,10 @@ def planner(profile: ModelProfile, host: HostContext, decision: Decision, fixed:
         trace.append(f"memory: using the nearest configuration that boots: {alt.change} ({alt.reason})")
         warnings.append(f"the configuration the rules chose does not boot on {host.gpus}x{host.gpu}; changed {alt.change}")
         decision = alt.decision
-        plan = plan_memory(profile, gpu, decision, num_gpus=host.gpus)
+        plan = plan_memory(profile, gpu, decision, num_gpus=host.gpus, build=build)
     else:
         trace.append(f"memory: {plan.reason}")
-        free = nearest_bootable(profile, gpu, decision, num_gpus=host.gpus) if fixed else None
+        free = nearest_bootable(profile, gpu, decision, num_gpus=host.gpus, build=build) if fixed else None
         given = ", ".join(f"{FLAG_OF[f]} {getattr(decision, f)}" for f in sorted(fixed) if f in FLAG_OF)
         if free is not None and free.field in fixed:
             flag = FLAG_OF[free.field]

@@ -58,6 +58,12 @@ class Prediction(BaseModel):
     """Multiplicative correction the calibrated model applies to K̄ / R (exp δ)."""
     model_seen: bool
     """The model was measured in the calibration data (its own effect is used)."""
+    r_seed_build: float | None = None
+    """R with the seed build's ASSUMED suffix-step costs (the release R uses the MEASURED ones)."""
+    build_spread: float = 0.0
+    """Half the log-gain gap between the two builds' suffix-step costs, added to the interval: the
+    measured costs (vLLM 0.26 on the H200 machine's CPU; async scheduling off with suffix) and the
+    seed build's disagree, and which one a host sees depends on its vLLM and CPU."""
     explanation: list[str]
     """Which mechanisms drive R, where K̄ came from, and what is left to calibration."""
 
@@ -186,9 +192,15 @@ def predict(
                      k_bar_k=workload.k_bar_k)  # fmt: skip
     states = [host_state] if host_state else ["OFF", "ON"]
     rows = [model.predict_row(base.model_copy(update={"host_state": s})) for s in states]
-    mu = sum(r.mu for r in rows) / len(rows)
+    seed_rows = [model.predict_row(base.model_copy(update={"host_state": s, "build": "seed"})) for s in states]
+    mu_release = sum(r.mu for r in rows) / len(rows)
+    mu_seed = sum(r.mu for r in seed_rows) / len(seed_rows)
+    # The two builds' suffix-step costs are both evidence (stepcost.SPEC_STEP_COSTS): predict their
+    # mean and widen the interval by half their gap, so a disagreement lands in the probe band.
+    mu = (mu_release + mu_seed) / 2
+    build_spread = abs(mu_release - mu_seed) / 2
     spread = (max(r.mu for r in rows) - min(r.mu for r in rows)) / 2
-    sigma = math.hypot(rows[0].sigma, spread)
+    sigma = math.hypot(rows[0].sigma, spread, build_spread)
     row = rows[0]
     source = row.k_bar_source
     if workload.k_bar:
@@ -212,7 +224,14 @@ def predict(
         mla_prefill_ms=round(row.r.spec.t_mla_prefill * 1e3, 3),
         calibration_shift=round(math.exp(sum(r.delta for r in rows) / len(rows)), 4),
         model_seen=row.model_seen,
-        explanation=explain(profile, gpu, tensor_parallel_size, rows, host_state) + _extrapolation(workload, tensor_parallel_size, gpu),
+        r_seed_build=round(seed_rows[0].r.r, 4),
+        build_spread=round(build_spread, 4),
+        explanation=explain(profile, gpu, tensor_parallel_size, rows, host_state) + [
+            f"suffix-step costs: R {row.r.r:.2f} with the costs MEASURED on vLLM 0.26.0 (H200; async scheduling is off with "
+            f"suffix, so drafting and scheduling are serialised: {row.r.spec.t_spec_fixed * 1e3:.1f} ms per step + "
+            f"{row.r.spec.t_draft * 1e3:.1f} ms for {workload.concurrency} sequences), R {seed_rows[0].r.r:.2f} with the seed "
+            f"build's ASSUMED costs; the prediction is their mean, the interval widened by {build_spread:.2f} in log gain"]
+        + _extrapolation(workload, tensor_parallel_size, gpu),
     )
 
 
@@ -222,9 +241,10 @@ def _extrapolation(workload: Workload, tp: int, gpu: GpuSpec) -> list[str]:
 
     out = []
     if workload.concurrency != SEED_CONCURRENCY:
-        out.append(f"concurrency {workload.concurrency}: the seed measured only {SEED_CONCURRENCY}, so the trend over "
-                   "concurrency comes from the step-cost model alone (NOT FITTED to measurements; published studies "
-                   "see suffix gains shrink as concurrency rises): probe at your concurrency before relying on it")  # fmt: skip
+        out.append(f"concurrency {workload.concurrency}: the seed measured gains only at {SEED_CONCURRENCY}, so the trend "
+                   "over concurrency comes from the step-cost model (step times, not gains: the gain at this "
+                   "concurrency is NOT FITTED to measurements; published studies see suffix gains shrink as "
+                   "concurrency rises): probe at your concurrency before relying on it")  # fmt: skip
     if tp != SEED_TP:
         out.append(f"TP {tp}: the seed measured only TP {SEED_TP} (on {SEED_GPU}); the difference is carried by the "
                    "step-cost model, NOT FITTED to measurements")  # fmt: skip

@@ -59,6 +59,8 @@ class RowInputs(BaseModel):
     """Measured K̄, if any (else the prior is used)."""
     k_bar_k: int | None = None
     """K at which ``k_bar`` was measured (None: at ``k``)."""
+    build: str = "release"
+    """vLLM build whose suffix-step costs apply (stepcost.SPEC_STEP_COSTS): ``seed`` for seed rows."""
 
 
 class RowPrediction(BaseModel):
@@ -128,7 +130,8 @@ class CalibratedModel(BaseModel):
         k_bar, source = self.kbar_for(inputs)
         context = kp.shape_for(inputs.corpus).context(p.family)
         r = r_ratio(p, inputs.gpu, inputs.tp, concurrency=inputs.concurrency,
-                    draft_tokens=kp.draft_tokens(k_bar, inputs.k), context=context, k=inputs.k)  # fmt: skip
+                    draft_tokens=kp.draft_tokens(k_bar, inputs.k), context=context, k=inputs.k,
+                    build=inputs.build)  # fmt: skip
         offset = math.log(max(k_bar, KBAR_FLOOR)) - math.log(r.r)
         ov = overhead_share(p, inputs.gpu, inputs.tp, inputs.concurrency, context)
         x = population_features(p, inputs.host_state, ov, math.log(r.r))
@@ -147,7 +150,7 @@ class CalibratedModel(BaseModel):
 def inputs_for(obs: Observation, profile: ModelProfile) -> RowInputs:
     """RowInputs of an observation (its measured K̄, if any, is not used: that would be the answer)."""
     return RowInputs(profile=profile, gpu=get_gpu(obs.gpu), tp=obs.tp, corpus=obs.corpus,
-                     host_state=obs.host_state, concurrency=obs.concurrency, k=obs.k)  # fmt: skip
+                     host_state=obs.host_state, concurrency=obs.concurrency, k=obs.k, build=obs.build)  # fmt: skip
 
 
 def fit(observations: Sequence[Observation], profile_of: ProfileFn, *, exclude_model: str | None = None) -> CalibratedModel:

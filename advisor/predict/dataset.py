@@ -55,6 +55,9 @@ class Observation(BaseModel):
     """Measured tokens per step of the suffix run, when the record has it."""
     source: str
     """``seed``, ``seed-dsa`` (the DSA-env replicate) or ``probe:<campaign_id>``."""
+    build: str = "seed"
+    """vLLM build the row was measured on: ``seed`` (the write-up's 1.7.dev) or ``release``
+    (probe records); selects the step-cost model's suffix-step costs."""
 
     @property
     def gain(self) -> float:
@@ -104,10 +107,11 @@ def host_state_of(host: dict | None) -> str:
 
 
 def probe_observations(records: Iterable, profile_of: ProfileFn | None = None) -> list[Observation]:
-    """Pair each campaign's ok ``suffix:K`` records with its ok ``vanilla`` record."""
+    """Pair each campaign's ok ``suffix:K`` records with its ok ``vanilla`` record. Records of
+    dummy-weight runs are left out: their K̄ and gain are not those of real traffic."""
     by_campaign: dict[str, list] = {}
     for rec in records:
-        if rec.outcome == "ok" and rec.throughput_tok_s:
+        if rec.outcome == "ok" and rec.throughput_tok_s and getattr(rec, "weights", "real") != "dummy":
             by_campaign.setdefault(rec.campaign_id, []).append(rec)
     out: list[Observation] = []
     for campaign, recs in sorted(by_campaign.items()):
@@ -124,7 +128,7 @@ def probe_observations(records: Iterable, profile_of: ProfileFn | None = None) -
                 model=rec.model, label=rec.model.split("/")[-1], corpus=rec.corpus, family=family,
                 host_state=host_state_of(rec.host), gpu=rec.gpu or SEED_GPU, tp=rec.tensor_parallel_size,
                 concurrency=rec.concurrency, k=k, vanilla_tps=van.throughput_tok_s, suffix_tps=rec.throughput_tok_s,
-                k_bar=rec.tokens_per_step or rec.mean_acceptance_length, source=f"probe:{campaign}",
+                k_bar=rec.tokens_per_step or rec.mean_acceptance_length, source=f"probe:{campaign}", build="release",
             ))  # fmt: skip
     return out
 
@@ -135,7 +139,7 @@ _IMPLIED: dict[tuple, float] = {}
 def implied_kbar(obs: Observation, profile: ModelProfile) -> float:
     """K̄ that makes gain = K̄ / R(K̄) for this observation (fixed point; R grows slowly with K̄)."""
     key = (profile.id, profile.weight_bytes, profile.family, obs.gpu, obs.tp, obs.concurrency, obs.k,
-           obs.corpus, obs.gain, obs.k_bar)  # fmt: skip
+           obs.corpus, obs.gain, obs.k_bar, obs.build)  # fmt: skip
     if key not in _IMPLIED:
         _IMPLIED[key] = _solve_kbar(obs, profile)
     return _IMPLIED[key]
@@ -152,7 +156,8 @@ def _solve_kbar(obs: Observation, profile: ModelProfile) -> float:
     ctx = shape_for(obs.corpus).context(profile.family)
     kb = max(obs.gain, KBAR_FLOOR)
     for _ in range(30):  # R grows slowly with K̄, so plain iteration contracts
-        r = r_ratio(profile, gpu, obs.tp, concurrency=obs.concurrency, draft_tokens=draft_tokens(kb, obs.k), context=ctx, k=obs.k).r
+        r = r_ratio(profile, gpu, obs.tp, concurrency=obs.concurrency, draft_tokens=draft_tokens(kb, obs.k), context=ctx, k=obs.k,
+                    build=obs.build).r
         new = max(obs.gain * r, KBAR_FLOOR)
         if abs(math.log(new / kb)) < 1e-3:
             return new

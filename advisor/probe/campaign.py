@@ -55,6 +55,17 @@ class CampaignSpec(BaseModel):
     retry_failed: bool = False
     vllm_version: str = "0.32"
     """Flag mapping to render with (advisor.render.flags)."""
+    dummy_weights: bool = False
+    """Serve random weights (``--load-format dummy``); records say ``weights: dummy``."""
+
+    @property
+    def weights(self) -> str:
+        """``dummy`` when the server loads random weights (this flag, or the same vLLM flag in
+        ``extra_args``), else ``real``."""
+        args = self.extra_args
+        given = any(a == "--load-format=dummy" or (a == "--load-format" and args[i + 1:i + 2] == ["dummy"])
+                    for i, a in enumerate(args))  # fmt: skip
+        return "dummy" if self.dummy_weights or given else "real"
 
 
 class CampaignResult(BaseModel):
@@ -79,7 +90,9 @@ def server_program(server_cmd: str) -> list[str]:
 
 
 def server_argv(spec: CampaignSpec, cfg: ProbeConfig) -> list[str]:
-    return [*server_program(spec.server_cmd), spec.model, *probe_flags(cfg, spec.base, spec.vllm_version), *spec.extra_args]
+    given = any(a.startswith("--load-format") for a in spec.extra_args)
+    dummy = ["--load-format", "dummy"] if spec.dummy_weights and not given else []
+    return [*server_program(spec.server_cmd), spec.model, *probe_flags(cfg, spec.base, spec.vllm_version), *dummy, *spec.extra_args]
 
 
 def host_info(settings: Settings) -> dict[str, Any]:
@@ -110,6 +123,7 @@ def campaign_id(spec: CampaignSpec, fingerprint: str) -> str:
         "base": spec.base.model_dump(mode="json"),
         "server_cmd": server_program(spec.server_cmd),
         "extra_args": spec.extra_args,
+        "weights": spec.weights,
         "env": spec.env,
         "api": spec.api,
     }
@@ -149,7 +163,7 @@ def probe_one(
         host_fingerprint=host["fingerprint"], host=host["host"], started_at=_now(), command=argv,
         speculative_method=None if cfg.is_vanilla else cfg.method, num_speculative_tokens=cfg.k,
         gpu_memory_utilization=decision.gpu_memory_utilization, max_model_len=decision.max_model_len,
-        max_tokens=spec.load.max_tokens, log_path=str(log_path),
+        max_tokens=spec.load.max_tokens, log_path=str(log_path), weights=spec.weights,
     )  # fmt: skip
     try:
         with running_server(
@@ -281,6 +295,8 @@ def summary_line(rec: ProbeRecord, vanilla_tput: float | None = None) -> str:
             parts.append(f"gain {rec.throughput_tok_s / vanilla_tput:.2f}x")
         if rec.implied_r:
             parts.append(f"R {rec.implied_r:.2f}")
+    if rec.weights == "dummy":
+        parts.append("dummy weights: step cost and memory only, K̄ not learnt")
     if rec.ttft_ms_p50 is not None:
         parts.append(f"TTFT p50 {rec.ttft_ms_p50:.0f} ms")
     if rec.boot_s is not None:

@@ -79,3 +79,8 @@ class ProbeRecord(BaseModel):
     """Accepted tokens at draft position i / drafts."""
     log_path: str | None = None
     """The server's log for this probe."""
+    weights: Literal["real", "dummy"] = "real"
+    """``dummy``: the server ran with ``--load-format dummy`` (random weights, e.g. on a GPU machine
+    without the checkpoint). Such a run measures step cost, memory and boot time, not the K̄ of real
+    traffic (dummy outputs repeat, so suffix accepts almost every draft): the predictor never
+    learns K̄ or gain from it (advisor.predict.dataset.probe_observations skips it)."""

@@ -2,16 +2,43 @@
 
 from __future__ import annotations
 
-import re
+import shutil
 
 from advisor import __version__
 from advisor.errors import UsageError
 from advisor.plan.decision import Decision
 from advisor.render import quoting
-from advisor.render.flags import UPSTREAM_ENV, DSA_ENV, _check_version, serve_argv
+from advisor.render.flags import _check_version, serve_argv
+from advisor.render.target import Target, make_target
 
 FILES = ("launch.sh", "vllm.service", "vllm.env")
-_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+MULTINODE_FILES = ("ray-worker.sh", "vllm-ray-worker.service")
+
+TIMEOUT_START_S = 3600
+"""systemd start timeout: download + load + torch.compile + CUDA graph capture of a 400B-class
+model takes tens of minutes; the readiness check below keeps the unit 'activating' till then."""
+
+START_LIMIT_INTERVAL_S = 6 * 3600
+START_LIMIT_BURST = 3
+HOME_PREFIXES = ("/home/", "/root/", "/run/user/")
+"""A model under these needs ProtectHome=read-only instead of yes."""
+DEVICE_ALLOW: tuple[str, ...] = ()
+"""DeviceAllow= lines (empty: DevicePolicy stays 'auto', every device node allowed; see docs/deploy.md)."""
+
+# Readiness: bash alone (no curl in a minimal image). $1 host, $2 port are passed as separate
+# arguments, so no rendered value is ever part of the script text. vLLM's /health answers 200 once
+# the engine is up and is not behind --api-key (vllm/entrypoints/openai/api_server.py).
+READY_SCRIPT = (
+    'until (exec 3<>"/dev/tcp/$1/$2" && printf "GET /health HTTP/1.0\\r\\n\\r\\n" >&3 '
+    '&& IFS= read -r line <&3 && [[ $line == *" 200 "* ]]) 2>/dev/null; do sleep 5; done'
+)
+
+
+# Multi-node head: wait until $2 Ray nodes are alive (`ray status`, section "Active:"), $1 = ray.
+RAY_WAIT_SCRIPT = (
+    'for _ in $(seq 1 120); do n="$("$1" status 2>/dev/null | sed -n "/^Active:/,/^Pending:/p" | grep -c node_ || true)"; '
+    '[ "$n" -ge "$2" ] && exit 0; sleep 5; done; echo "ray: fewer than $2 nodes joined in 10 minutes" >&2; exit 1'
+)
 
 
 def _environment(version: str):
@@ -30,24 +57,70 @@ def _environment(version: str):
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.filters.update(shq=quoting.shq, envq=quoting.envq, sdq=quoting.sdq, sdpath=quoting.sdpath,
-                       sdtext=quoting.sdtext, sdcomment=quoting.comment)  # fmt: skip
+    env.filters.update(shq=quoting.shq, envq=quoting.envq, sdq=quoting.sdq, sdexe=quoting.sdexe, sdpath=quoting.sdpath,
+                       sdtext=quoting.sdtext, sdcomment=quoting.comment, tojson=quoting.comment)  # fmt: skip
     return env
 
 
-def render_env(decision: Decision) -> list[tuple[str, str]]:
-    """(name, value) pairs for vllm.env: the decision's env, keeping what the chosen vLLM reads
-    plus the DSA block when a rule turned it on."""
-    items = []
-    for name, value in sorted(decision.env.items()):
-        if not _ENV_NAME.match(name):
-            raise UsageError(f"environment variable name {quoting.comment(name)} is not valid")
-        if name in DSA_ENV:
-            if decision.dsa_env:
-                items.append((name, value))
-        elif name in UPSTREAM_ENV or name.startswith("VLLM_"):
-            items.append((name, value))
-    return items
+def summary_line(decision: Decision) -> str:
+    d = decision
+    spec = f"suffix K={d.num_speculative_tokens}" if d.speculative_method else "no speculation"
+    return (f"{spec}, gmu {d.gpu_memory_utilization:g}, TP {d.tensor_parallel_size}, "
+            f"max_model_len {d.max_model_len}, cudagraph {d.cudagraph_mode}")  # fmt: skip
+
+
+def base_context(target: Target, decision: Decision, version: str) -> dict:
+    """What every template (systemd, k8s, compose) shares."""
+    return {
+        "vllm_version": version,
+        "advisor_version": __version__,
+        "model_comment": quoting.comment(target.model),
+        "decision_summary_comment": quoting.comment(summary_line(decision)),
+        "description": f"vLLM {version} serving {target.model}",
+        "required_gpus": int(decision.tensor_parallel_size),
+        "needs_arctic": decision.speculative_method == "suffix",
+        "target": target,
+    }
+
+
+def serve_args(target: Target, decision: Decision, version: str) -> list[str]:
+    """Everything after the program: ``serve MODEL engine-flags deploy-flags``."""
+    return [*serve_argv(target.model, decision, version)[1:], *target.parallel_args, *target.deploy_args()]
+
+
+def render_target(target: Target, decision: Decision, *, version: str = "0.32", host_dsa_queues: str | None = None,
+                  gpus_per_node: int | None = None) -> dict[str, str]:  # fmt: skip
+    """The files for an already validated target (pure): launch.sh, vllm.service, vllm.env, and for
+    a layout larger than one node (advisor.render.multinode) ray-worker.sh and vllm-ray-worker.service."""
+    from advisor.render import multinode
+
+    major_minor = _check_version(version)
+    env = _environment(major_minor)
+    lay = multinode.layout(decision, gpus_per_node or multinode.DEFAULT_GPUS_PER_NODE)
+    if lay is not None:
+        decision, target = multinode.apply(decision, target, lay)
+    args = serve_args(target, decision, major_minor)
+    ray = None if lay is None else {**lay.model_dump(), "bin": multinode.ray_program(target.exec_path)}
+    ctx = {
+        **base_context(target, decision, major_minor),
+        "expected_dsa": host_dsa_queues or "either",
+        "serve_args": args,
+        "env_items": target.env,
+        "exec_argv": [target.exec_path, *args],
+        "ready_argv": ["/bin/bash", "-c", READY_SCRIPT, "vllm-ready", target.health_host(), str(target.port)],
+        "env_file": target.env_file,
+        "unit_name": target.unit_name,
+        "timeout_start_s": TIMEOUT_START_S,
+        "set_names": {name for name, _ in target.env},
+        "start_limit_interval_s": START_LIMIT_INTERVAL_S,
+        "start_limit_burst": START_LIMIT_BURST,
+        "protect_home": "read-only" if target.model.startswith(HOME_PREFIXES) else "yes",
+        "device_allow": DEVICE_ALLOW,
+        "ray": ray,
+        "ray_wait_argv": None if ray is None else ["/bin/bash", "-c", RAY_WAIT_SCRIPT, "ray-wait", ray["bin"], str(ray["nodes"])],
+    }
+    names = FILES + (MULTINODE_FILES if ray else ())
+    return {name: env.get_template(f"{name}.j2").render(**ctx) for name in names}
 
 
 def render_files(
@@ -59,30 +132,13 @@ def render_files(
     env_file: str = "/etc/vllm/vllm.env",
     unit_name: str = "vllm.service",
     host_dsa_queues: str | None = None,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    served_model_name: str | None = None,
+    extra_env: dict[str, str] | None = None,
+    which=shutil.which,
 ) -> dict[str, str]:
-    """The three files' contents, keyed by file name (pure)."""
-    major_minor = _check_version(version)
-    env = _environment(major_minor)
-    argv = serve_argv(model, decision, version)
-    exec_argv = argv if vllm_bin.startswith("/") else ["/usr/bin/env", vllm_bin, *argv[1:]]
-    exec_argv = [vllm_bin, *argv[1:]] if vllm_bin.startswith("/") else exec_argv
-    spec = "suffix K=" + str(decision.num_speculative_tokens) if decision.speculative_method else "no speculation"
-    ctx = {
-        "vllm_version": major_minor,
-        "advisor_version": __version__,
-        "model_comment": quoting.comment(model),
-        "decision_summary_comment": quoting.comment(
-            f"{spec}, gmu {decision.gpu_memory_utilization:g}, TP {decision.tensor_parallel_size}, "
-            f"max_model_len {decision.max_model_len}, cudagraph {decision.cudagraph_mode}"
-        ),
-        "required_gpus": int(decision.tensor_parallel_size),
-        "expected_dsa": host_dsa_queues or "either",
-        "vllm_bin_default": quoting.shq(vllm_bin)[1:-1] if quoting.shq(vllm_bin).startswith("'") else vllm_bin,
-        "serve_args": argv[1:],
-        "env_items": render_env(decision),
-        "exec_argv": exec_argv,
-        "env_file": env_file,
-        "unit_name": unit_name,
-        "description": f"vLLM {major_minor} serving {model}",
-    }
-    return {name: env.get_template(f"{name}.j2").render(**ctx) for name in FILES}
+    """The three files' contents, keyed by file name (pure but for resolving ``vllm_bin`` on PATH)."""
+    target = make_target(model, decision, vllm_bin=vllm_bin, env_file=env_file, host=host, port=port,
+                         served_model_name=served_model_name, unit_name=unit_name, extra_env=extra_env, which=which)  # fmt: skip
+    return render_target(target, decision, version=version, host_dsa_queues=host_dsa_queues)

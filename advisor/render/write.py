@@ -1,34 +1,24 @@
-"""Write rendered files atomically (I/O edge of rendering)."""
+"""Write rendered files atomically (I/O edge of rendering): all of them or none."""
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 
-from advisor.errors import UsageError
+from advisor.atomic import write_all
+
+DEFAULT_MODE = 0o644
+MODES = {".sh": 0o755, ".env": 0o600, "secret.yaml": 0o600, "compose.yaml": 0o600}
+"""By name ending: scripts executable; env files, Kubernetes Secrets and Compose files (their
+environment) owner-only, as they may hold tokens."""
+
+
+def mode_for(name: str) -> int:
+    for suffix, mode in MODES.items():
+        if name.endswith(suffix):
+            return mode
+    return DEFAULT_MODE
 
 
 def write_files(out: Path, files: dict[str, str], *, force: bool = False) -> list[Path]:
-    """Write every file or none: refuse to overwrite without ``force``; each file lands via rename."""
-    out = Path(out)
-    existing = [out / name for name in files if (out / name).exists()]
-    if existing and not force:
-        raise UsageError(f"{', '.join(str(p) for p in existing)} already exist; pass --force to overwrite")
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise UsageError(f"cannot create {out}: {exc.strerror}") from None
-    written = []
-    for name, text in files.items():
-        fd, tmp = tempfile.mkstemp(dir=out, prefix=f".{name}.")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                fh.write(text)
-            os.chmod(tmp, 0o755 if name.endswith(".sh") else 0o644)
-            os.replace(tmp, out / name)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-        written.append(out / name)
-    return written
+    """Write every file or none: refuse to overwrite without ``force``, refuse non-regular targets."""
+    return write_all(Path(out), {name: (text, mode_for(name)) for name, text in files.items()}, force=force)

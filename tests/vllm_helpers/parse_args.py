@@ -65,6 +65,11 @@ def check(argv: list[str]) -> dict:
         "max_num_seqs": engine.max_num_seqs,
         "cudagraph_mode": comp.cudagraph_mode.name if comp.cudagraph_mode is not None else None,
         "speculative_config": _jsonable(engine.speculative_config),
+        "pipeline_parallel_size": engine.pipeline_parallel_size,
+        "distributed_executor_backend": _jsonable(engine.distributed_executor_backend),
+        "host": getattr(args, "host", None),
+        "port": getattr(args, "port", None),
+        "served_model_name": _jsonable(getattr(args, "served_model_name", None)),
     }
     if engine.speculative_config is not None:
         # Same object vLLM builds in create_speculative_config, minus the target model (none here).

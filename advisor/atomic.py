@@ -1,0 +1,110 @@
+"""All-or-nothing file writes: stage in a temporary directory beside the targets, then rename.
+
+Targets must be regular files or absent: a symlink, directory, FIFO or device node is refused
+before anything is written (os.replace would replace the link itself, or write into a device).
+When a rename fails half-way, the files already replaced get their previous contents back.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import tempfile
+from pathlib import Path
+
+from advisor.errors import OutputError, UsageError
+
+
+def _kind(mode: int) -> str:
+    for test, name in ((stat.S_ISLNK, "a symbolic link"), (stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"),
+                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket")):  # fmt: skip
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def _existing(path: Path) -> bool:
+    """True when ``path`` is a regular file, False when absent; OutputError for anything else."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return False
+    except OSError as exc:
+        raise OutputError(f"cannot inspect {path}: {exc.strerror or exc}") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise OutputError(f"{path} is {_kind(st.st_mode)}; refusing to replace it (remove it or choose another path)")
+    return True
+
+
+def _fsync_dir(folder: Path) -> None:
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def write_all(folder: Path, files: dict[str, tuple[str, int]], *, force: bool = False) -> list[Path]:
+    """Write ``{name: (text, mode)}`` into ``folder``: every file or none. Modes are set
+    explicitly (not left to the umask). Existing files are replaced only with ``force``."""
+    folder = Path(folder)
+    targets = {name: folder / name for name in files}
+    for name in files:
+        if os.sep in name or name in ("", ".", ".."):
+            raise UsageError(f"bad output file name {name!r}")
+    existed = {name: _existing(path) for name, path in targets.items()}
+    if any(existed.values()) and not force:
+        present = ", ".join(str(targets[n]) for n, e in existed.items() if e)
+        raise UsageError(f"{present} already exist; pass --force to overwrite")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(dir=folder, prefix=".advisor-staging-"))
+    except OSError as exc:
+        raise OutputError(f"cannot write into {folder}: {exc.strerror or exc}") from None
+    done: list[str] = []
+    try:
+        for name, (text, mode) in files.items():
+            fd = os.open(staging / name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                fh.write(text)
+                fh.flush()
+                os.fchmod(fh.fileno(), mode)
+                os.fsync(fh.fileno())
+        for name in files:  # keep the previous contents until every rename has succeeded
+            if existed[name]:
+                backup = staging / f".previous-{name}"
+                try:
+                    os.link(targets[name], backup)
+                except OSError:
+                    shutil.copy2(targets[name], backup)
+        for name in files:
+            os.replace(staging / name, targets[name])
+            done.append(name)
+    except OSError as exc:
+        for name in reversed(done):
+            try:
+                if existed[name]:
+                    os.replace(staging / f".previous-{name}", targets[name])
+                else:
+                    os.unlink(targets[name])
+            except OSError:
+                pass
+        where = getattr(exc, "filename", None) or folder
+        raise OutputError(f"cannot write {where}: {exc.strerror or exc}; nothing was changed") from None
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    _fsync_dir(folder)
+    return [targets[name] for name in files]
+
+
+def write_one(path: Path, text: str, *, mode: int = 0o644) -> Path:
+    """One file, atomically (same rules as write_all; replaces an existing regular file)."""
+    path = Path(path)
+    folder = path.parent if str(path.parent) else Path(".")
+    return write_all(folder, {path.name: (text, mode)}, force=True)[0]

@@ -1,0 +1,41 @@
+"""Refuse to render a configuration that is predicted not to boot (unless forced)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from advisor.errors import NotBootableError
+from advisor.render.files import summary_line
+
+
+def boots(rec) -> bool | None:
+    """The memory plan's verdict (None when there is no plan)."""
+    return None if not rec.memory else bool(rec.memory.get("boots"))
+
+
+def nearest_booting(rec, try_gpus: Callable[[int], object]) -> str | None:
+    """The nearest configuration that boots, as the flags to pass: the memory plan's smallest GPU
+    count that holds the weights, re-planned through the same core (``try_gpus(n)`` returns the
+    recommendation for n GPUs)."""
+    need = (rec.memory or {}).get("min_gpus_for_weights")
+    if not need or need <= rec.host.gpus:
+        return None
+    for gpus in sorted({need, 1 << (need - 1).bit_length()}):
+        alt = try_gpus(gpus)
+        if boots(alt):
+            return f"--gpus {gpus} ({summary_line(alt.decision)})"
+    return None
+
+
+def check_boots(rec, try_gpus: Callable[[int], object], *, force: bool) -> list[str]:
+    """Raise NotBootableError for a configuration that does not boot unless ``force``; the
+    warnings to print when forced."""
+    if boots(rec) is not False:
+        return []
+    reason = rec.memory.get("reason", "the memory plan says it does not boot")
+    where = f"{rec.host.gpus}x{rec.host.gpu}"
+    nearest = nearest_booting(rec, try_gpus)
+    hint = f"nearest configuration that boots: {nearest}" if nearest else "no configuration within 64 GPUs boots with these settings"
+    if not force:
+        raise NotBootableError(f"not rendering: {summary_line(rec.decision)} on {where} {reason}; {hint}; pass --force to render it anyway")
+    return [f"rendered with --force although it does not boot on {where}: {reason}; {hint}"]

@@ -1,0 +1,65 @@
+"""Multi-node layouts: more GPUs than one node has becomes tensor parallel inside a node x
+pipeline parallel across nodes, on a Ray cluster, as vLLM's distributed-serving docs describe:
+https://docs.vllm.ai/en/stable/serving/parallelism_scaling.html ("Multi-node multi-GPU using
+tensor parallel and pipeline parallel inference": tensor_parallel_size = GPUs per node,
+pipeline_parallel_size = nodes; start `ray start --head` on one node, `ray start --address=HEAD`
+on the others, then `vllm serve` on the head with --distributed-executor-backend ray)."""
+
+from __future__ import annotations
+
+import os
+
+from pydantic import BaseModel, ConfigDict
+
+from advisor.errors import UsageError
+from advisor.plan.decision import Decision
+from advisor.render.target import Target
+
+DOCS = "https://docs.vllm.ai/en/stable/serving/parallelism_scaling.html"
+RAY_PORT = 6379
+DEFAULT_GPUS_PER_NODE = 8
+
+
+class Layout(BaseModel):
+    """How one replica spreads over nodes."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    tp: int
+    """tensor_parallel_size: GPUs per node."""
+    pp: int
+    """pipeline_parallel_size: nodes."""
+    nodes: int
+    gpus_per_node: int
+    port: int = RAY_PORT
+    docs: str = DOCS
+
+    def args(self) -> list[str]:
+        return ["--pipeline-parallel-size", str(self.pp), "--distributed-executor-backend", "ray"]
+
+
+def layout(decision: Decision, gpus_per_node: int = DEFAULT_GPUS_PER_NODE) -> Layout | None:
+    """None when the replica fits one node; else TP = GPUs per node, PP = nodes."""
+    total = decision.tensor_parallel_size
+    if total <= gpus_per_node:
+        return None
+    if total % gpus_per_node:
+        raise UsageError(
+            f"{total} GPUs do not split into nodes of {gpus_per_node}: multi-node serving runs TP {gpus_per_node} inside "
+            f"each node x PP across nodes, so give --gpus as a multiple of --gpus-per-node"
+        )
+    nodes = total // gpus_per_node
+    return Layout(tp=gpus_per_node, pp=nodes, nodes=nodes, gpus_per_node=gpus_per_node)
+
+
+def apply(decision: Decision, target: Target, lay: Layout) -> tuple[Decision, Target]:
+    """The head node's decision (TP per node) and target (PP and the Ray backend added)."""
+    return (decision.model_copy(update={"tensor_parallel_size": lay.tp}),
+            target.model_copy(update={"parallel_args": lay.args()}))  # fmt: skip
+
+
+def ray_program(exec_path: str) -> str:
+    """The ``ray`` CLI of the same environment as vLLM (beside it), else ``ray`` by name."""
+    if exec_path.startswith("/"):
+        return os.path.join(os.path.dirname(exec_path), "ray")
+    return "ray"

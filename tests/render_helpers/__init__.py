@@ -1,0 +1,1 @@
+"""Helpers for the rendering tests: the hostile corpus, a recording fake vllm, systemd unit parsing."""
