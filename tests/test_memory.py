@@ -236,7 +236,13 @@ def test_capture_sizes_follow_vllm_set_cudagraph_sizes():
     sizes, qlen = t.capture_sizes(B200, 0, 1024, 16384)
     assert qlen == 1 and sizes[:4] == [1, 2, 4, 8] and max(sizes) == 1024
     sizes, qlen = t.capture_sizes(B200, 32, 1024, 16384)
-    assert qlen == 33 and max(sizes) == 1024 and {33, 66, 132, 264, 528, 792} <= set(sizes)
+    # adjust_cudagraph_sizes_for_spec_decode: multiples of 1 + K only, the largest under the cap
+    assert qlen == 33 and max(sizes) == 1023 and all(s % 33 == 0 for s in sizes) and {33, 66, 132, 264, 528, 792} <= set(sizes)
+    # as vLLM 0.26.0 captured them on an H200 (calibration/gpu_steps/h200-vllm0.26.0/boots.jsonl)
+    sizes, _ = t.capture_sizes(get_gpu("H200"), 32, 1024, 16384)
+    assert sizes == list(range(33, 496, 33))
+    sizes, _ = t.capture_sizes(B200, 32, 1024, 16384, mode="PIECEWISE")
+    assert max(sizes) == 1024  # no FULL decode graphs: no rounding
     sizes, _ = t.capture_sizes(get_gpu("H100"), 0, 1024, 8192)
     assert max(sizes) == 512
 

@@ -224,7 +224,8 @@ def spec_fitted_bytes(profile: ModelProfile, k: int, max_num_seqs: int, build: s
     return int(SPEC_BYTES_PER_LAYER_HIDDEN * max_num_seqs * k * profile.num_layers * profile.hidden_size)
 
 
-def capture_sizes(gpu: GpuSpec, k: int, max_num_seqs: int, max_num_batched_tokens: int) -> tuple[list[int], int]:
+def capture_sizes(gpu: GpuSpec, k: int, max_num_seqs: int, max_num_batched_tokens: int,
+                  mode: str = "FULL_AND_PIECEWISE") -> tuple[list[int], int]:
     """(cudagraph capture sizes, uniform decode query length), as _set_cudagraph_sizes builds them."""
     qlen = 1 + k
     cap = min(max_num_seqs * qlen * 2, DEFAULT_GRAPH_CAP["sm100" if is_sm100(gpu) else "other"])
@@ -245,6 +246,12 @@ def capture_sizes(gpu: GpuSpec, k: int, max_num_seqs: int, max_num_batched_token
     if max_num_batched_tokens <= cap:
         sizes.append(max_num_batched_tokens)
     sizes += [s for s in uniform if s <= max_num_batched_tokens]
+    if qlen > 1 and mode in ("FULL_AND_PIECEWISE", "FULL", "FULL_DECODE_ONLY"):
+        # vllm/config/compilation.py adjust_cudagraph_sizes_for_spec_decode (FULL decode mode, model
+        # runner V1): sizes rounded up to multiples of 1 + K, those above the cap dropped. Measured on
+        # vLLM 0.26.0, K=32: "PIECEWISE=15 (largest=495), FULL=15 (largest=495)".
+        sizes = [-(-s // qlen) * qlen for s in sizes]
+        sizes = [s for s in sizes if s <= cap]
     return sorted(set(sizes)), qlen
 
 
@@ -253,7 +260,7 @@ def cudagraph_bytes(profile: ModelProfile, gpu: GpuSpec, tp: int, mode: str, k: 
     (largest) capture plus ``per_graph x (n - 1)``. Mode NONE captures nothing."""
     if mode == "NONE":
         return 0, 0
-    sizes, qlen = capture_sizes(gpu, k, max_num_seqs, max_num_batched_tokens)
+    sizes, qlen = capture_sizes(gpu, k, max_num_seqs, max_num_batched_tokens, mode)
     decode = [s for s in sizes if s % qlen == 0 and s // qlen <= max_num_seqs]
     groups: list[tuple[list[int], int]] = []
     piece = max(MIN_PER_GRAPH_BYTES, PER_LAYER_GRAPH_BYTES * (profile.num_layers + 1))

@@ -105,7 +105,12 @@ def spec_step_graph_mode(
       min(max_num_seqs * (1 + K) * 2, 512)``; a batch with more tokens than that gets no graph
       (the dispatcher returns CUDAGraphMode.NONE) and runs fully eager.
     """
-    cap = min(max_num_seqs * (1 + k) * 2, 512)
+    qlen = 1 + k
+    # vllm/config/compilation.py CompilationConfig.adjust_cudagraph_sizes_for_spec_decode (0.26.0 and
+    # 0.32.0, model runner V1, FULL decode mode): every capture size is rounded up to a multiple of
+    # 1 + K and those above the cap dropped, so the largest graph is the last multiple of 1 + K under
+    # it (measured: K=32 captures 33, 66, ..., 495 on an H200, calibration/gpu_steps/.../boots.jsonl).
+    cap = min(max_num_seqs * qlen * 2, 512) // qlen * qlen
     if tokens_in_step > cap:
         return "none"
     del graph_support  # non-uniform batches are piecewise whatever the backend supports
