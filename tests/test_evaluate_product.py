@@ -62,4 +62,6 @@ def test_calibrate_evaluate_json_has_the_product_score(capsys):
         assert {"geo_frac", "min_frac", "accuracy", "rows", "unsure_rows"} <= product[state].keys()
         assert product[state]["rows"] == out["lomo"][state]["rows"]
         assert 0 < product[state]["min_frac"] <= product[state]["geo_frac"] <= 1
-    assert "recommend" in product["method"]
+    assert "recommend" in product["method"] and "as shipped" in product["method"]
+    own = out["lomo"]["product_own_build"]
+    assert "measured on" in own["method"] and own["OFF"]["rows"] == product["OFF"]["rows"]

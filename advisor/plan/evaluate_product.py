@@ -19,13 +19,13 @@ from advisor.predict.dataset import Observation, ProfileFn, SEED_GPU, seed_obser
 from advisor.predict.evaluate import STATES, lomo_fits, score
 
 
-def _predictor(fitted):
+def _predictor(fitted, build: str | None):
     from advisor.hardware.gpus import get_gpu
     from advisor.predict.api import predict
 
     def _predict(profile, host, workload, k, tp):
         state = "ON" if host.dsa_enabled else "OFF"
-        pred = predict(profile, get_gpu(host.gpu), tp, workload, host_state=state, k=k, fitted=fitted)
+        pred = predict(profile, get_gpu(host.gpu), tp, workload, host_state=state, k=k, fitted=fitted, build=build)
         out = pred.model_dump(mode="json")
         out["measured"] = None  # no probe record of the held-out model outside the scored rows
         return out
@@ -33,24 +33,31 @@ def _predictor(fitted):
     return _predict
 
 
-def product_decision(o: Observation, profile, fitted, rules) -> tuple[bool, bool, float | None]:
-    """(suffix chosen, in the probe band, P(win)) of ``recommend`` for seed row ``o``."""
+def product_decision(o: Observation, profile, fitted, rules, *, own_build: bool = False) -> tuple[bool, bool, float | None]:
+    """(suffix chosen, in the probe band, P(win)) of ``recommend`` for seed row ``o``: as shipped
+    (the prediction averages the release and seed builds' suffix-step costs), or with
+    ``own_build`` the costs of the build the row was measured on."""
     from advisor.plan.host import HostContext
     from advisor.plan.recommend import FLIP_OFF_BELOW, FLIP_ON_ABOVE, recommend
+    from functools import partial
+
     from advisor.plan.wiring import planner
     from advisor.plan.workload import Workload
 
     host = HostContext(gpu=o.gpu or SEED_GPU, gpus=o.tp, origin="seed sweep host", dsa_enabled=o.host_state == "ON")
     workload = Workload(corpus=o.corpus, concurrency=o.concurrency)
-    rec = recommend(profile, host, workload, rules, predictor=_predictor(fitted), planner=planner)
+    build = o.build if own_build else None
+    rec = recommend(profile, host, workload, rules, predictor=_predictor(fitted, build),
+                    planner=partial(planner, build=o.build if own_build else "release"))  # fmt: skip
     p_win = (rec.prediction or {}).get("p_win")
     unsure = p_win is not None and FLIP_OFF_BELOW <= p_win <= FLIP_ON_ABOVE
     return rec.decision.speculative_method is not None, unsure, p_win
 
 
 def evaluate_product(profile_of: ProfileFn, *, observations: list[Observation] | None = None,
-                     fits: dict | None = None, rules=None) -> dict:  # fmt: skip
-    """``{OFF: Score + unsure_rows, ON: …, method}``; ``fits`` from lomo_fits on the same observations."""
+                     fits: dict | None = None, rules=None, own_build: bool = False) -> dict:  # fmt: skip
+    """``{OFF: Score + unsure_rows, ON: …, method}``; ``fits`` from lomo_fits on the same observations;
+    ``own_build``: see :func:`product_decision`."""
     from advisor.rules.loader import load_rules
 
     obs = observations if observations is not None else seed_observations(replicates=True)
@@ -61,12 +68,14 @@ def evaluate_product(profile_of: ProfileFn, *, observations: list[Observation] |
     rows: dict[str, list] = {s: [] for s in STATES}
     unsure: dict[str, int] = {s: 0 for s in STATES}
     for o in scored:
-        chose, band, _ = product_decision(o, profile_of(o.model), fits[o.model], rules)
+        chose, band, _ = product_decision(o, profile_of(o.model), fits[o.model], rules, own_build=own_build)
         rows[o.host_state].append((o, chose))
         unsure[o.host_state] += band
     for state in STATES:
         out[state] = score(rows[state]).model_dump() | {"unsure_rows": unsure[state]}
+    costs = ("the suffix-step costs of the build each row was measured on" if own_build else
+             "as shipped: the prediction averages the release and seed builds' suffix-step costs")  # fmt: skip
     out["method"] = ("leave-one-model-out, scoring advisor recommend's own decision (bundled rules, the 0.30-0.70 "
-                     "probe band around the rule's default, measured overrides, memory planner) on the seed host; "
-                     "unsure_rows = rows in the probe band, scored as launched without --probe")  # fmt: skip
+                     "probe band around the rule's default, measured overrides, memory planner) on the seed host, "
+                     f"{costs}; unsure_rows = rows in the probe band, scored as launched without --probe")  # fmt: skip
     return out

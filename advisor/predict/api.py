@@ -179,9 +179,11 @@ def predict(
     records=None,
     cache_dir=None,
     fitted=None,
+    build: str | None = None,
 ) -> Prediction:
     """Predict the suffix gain for ``profile`` on ``tensor_parallel_size`` × ``gpu`` under ``workload``
-    (with ``fitted``, a given CalibratedModel, e.g. a leave-one-model-out fit, instead of the shipped one)."""
+    (with ``fitted``, a given CalibratedModel, e.g. a leave-one-model-out fit, instead of the shipped one;
+    with ``build``, that build's suffix-step costs only, else the mean of both builds)."""
     from advisor.predict.calibrated import RowInputs
     from advisor.predict.explain import explain
 
@@ -199,6 +201,9 @@ def predict(
     # mean and widen the interval by half their gap, so a disagreement lands in the probe band.
     mu = (mu_release + mu_seed) / 2
     build_spread = abs(mu_release - mu_seed) / 2
+    if build is not None:  # a known build: its own costs, no spread between builds
+        mu, build_spread = (mu_seed if build == "seed" else mu_release), 0.0
+        rows = seed_rows if build == "seed" else rows
     spread = (max(r.mu for r in rows) - min(r.mu for r in rows)) / 2
     sigma = math.hypot(rows[0].sigma, spread, build_spread)
     row = rows[0]
