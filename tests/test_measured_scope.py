@@ -61,3 +61,11 @@ def test_fingerprint_is_not_computed_without_a_candidate():
     scope = Scope(model="other/model", corpus="sharegpt", k=32, gpu="H200", tp=8, concurrency=64)
     assert measured_gain(_pair("x"), scope, lambda: calls.append(1)) == (None, [])
     assert calls == []
+
+
+def test_gpu_less_probes_are_not_fitted_as_b200_data():
+    from advisor.predict.dataset import probe_observations
+
+    assert probe_observations(_pair("cpu-run")) == []
+    (obs,) = probe_observations(_pair("gpu-run", gpu="H200", tp=8))
+    assert obs.gpu == "H200" and obs.tp == 8 and obs.gain == 0.5

@@ -108,10 +108,12 @@ def host_state_of(host: dict | None) -> str:
 
 def probe_observations(records: Iterable, profile_of: ProfileFn | None = None) -> list[Observation]:
     """Pair each campaign's ok ``suffix:K`` records with its ok ``vanilla`` record. Records of
-    dummy-weight runs are left out: their K̄ and gain are not those of real traffic."""
+    dummy-weight runs are left out: their K̄ and gain are not those of real traffic; so are records
+    without a GPU (a CPU vLLM's gain says nothing about a GPU's, and would be fitted as the seed's B200)."""
     by_campaign: dict[str, list] = {}
     for rec in records:
-        if rec.outcome == "ok" and rec.throughput_tok_s and getattr(rec, "weights", "real") != "dummy":
+        if (rec.outcome == "ok" and rec.throughput_tok_s and getattr(rec, "weights", "real") != "dummy"
+                and rec.gpu):  # fmt: skip
             by_campaign.setdefault(rec.campaign_id, []).append(rec)
     out: list[Observation] = []
     for campaign, recs in sorted(by_campaign.items()):
