@@ -83,3 +83,11 @@ def test_tokenizer_rust_panic_is_a_clean_error(tmp_path):
     path.write_text(json.dumps(cfg))
     with pytest.raises(DependencyError, match="cannot load tokenizer file"):
         load_tokenizer(str(path))
+
+
+def test_non_utf8_probe_corpus(run_cli, tmp_path):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_bytes(b'{"prompt": "\xff\xfe"}\n')
+    code, _, err = run_cli("--data-dir", str(tmp_path / "d"), "probe", LLAMA_8B, "--corpus", str(bad), "--configs", "vanilla",
+                           "--duration", "1", "--server-cmd", "/nonexistent/vllm serve")  # fmt: skip
+    _clean(code, err, 2, "bad.jsonl", "not UTF-8")

@@ -105,6 +105,9 @@ def _read_file(path: Path, limit: int | None, max_chars: int | None) -> list[Pro
                         break
         except json.JSONDecodeError as exc:
             raise UsageError(f"corpus {path}: line is not JSON ({exc.msg} at line {exc.lineno})") from None
+        except UnicodeDecodeError as exc:
+            raise UsageError(f"corpus {path}: not UTF-8 text (byte {exc.object[exc.start]:#04x} near offset "
+                             f"{exc.start} of a read block); save it as UTF-8 JSON lines") from None  # fmt: skip
     return prompts
 
 
