@@ -180,7 +180,7 @@ def test_launch_refuses_suffix_without_arctic_inference(tmp_path):
     bindir = tmp_path / "bin"
     fake = bindir / "vllm"
     bindir.mkdir()
-    fake.write_text(f"#!{shutil.which('python3')} -I\n{RECORDER}")  # an interpreter without arctic_inference
+    fake.write_text(f"#!{shutil.which('python3')} -IS\n{RECORDER}")  # -S: no site-packages, so no arctic_inference even where test.sh installed it
     fake.chmod(0o755)
     proc = _launch(tmp_path, render_files("m/x", SUFFIX, which=which_in(bindir)), bindir)
     assert proc.returncode == 1 and "needs Arctic Inference" in proc.stderr and not (tmp_path / "report.json").exists()
