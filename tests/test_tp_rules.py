@@ -66,3 +66,15 @@ def test_recommend_default_tp_is_valid_for_qwen_7b(run_cli):
     rec = json.loads(out)
     assert code == 0 and rec["decision"]["tensor_parallel_size"] == 4
     assert any("tensor_parallel_size 8" in t and "not divisible" in t for t in rec["trace"])
+
+
+def test_memory_planner_never_proposes_a_tp_vllm_refuses():
+    from advisor.hardware.gpus import get_gpu
+    from advisor.model.load import load_profile
+    from advisor.plan.decision import Decision
+    from advisor.plan.memory import _candidates
+
+    qwen = load_profile("Qwen/Qwen2.5-7B-Instruct")  # 28 heads: TP 8 is refused
+    tps = [c[0].tensor_parallel_size for c in _candidates(qwen, get_gpu("L40S"), Decision(tensor_parallel_size=2), 8)
+           if c[1] == "tensor_parallel_size"]  # fmt: skip
+    assert tps == [4]

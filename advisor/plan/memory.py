@@ -310,7 +310,9 @@ def _candidates(profile: ModelProfile, gpu: GpuSpec, d: Decision, num_gpus: int)
     for ln in (x for x in LEN_LADDER if x < d.max_model_len):
         yield (d.model_copy(update={"max_model_len": ln}), "max_model_len", f"max_model_len {d.max_model_len} -> {ln}",
                "a shorter maximum length needs less KV cache for one full-length request")
-    for tp in (x for x in TP_LADDER if d.tensor_parallel_size < x <= num_gpus):
+    from advisor.model.tp_rules import tp_refusal
+
+    for tp in (x for x in TP_LADDER if d.tensor_parallel_size < x <= num_gpus and tp_refusal(profile, x) is None):
         yield (d.model_copy(update={"tensor_parallel_size": tp}), "tensor_parallel_size",
                f"tensor_parallel_size {d.tensor_parallel_size} -> {tp}",
                "more GPUs per replica split the weights and the KV cache further")

@@ -242,12 +242,15 @@ def recommend(
         warnings += plan_warnings
     final_k = decision.num_speculative_tokens or k
     turned_off = False
-    if on and predictor and (decision.tensor_parallel_size, final_k) != (tp, k):
+    if predictor and (decision.tensor_parallel_size != tp or (on and final_k != k)):
         # The memory planner changed TP or K: predict (and decide) again for what will be launched.
         prediction = predictor(profile, host, workload, final_k, decision.tensor_parallel_size)
         again: list[str] = []
         still = _speculate(outcome, prediction, again)
         spec_trace.append(f"re-predicted at the planner's TP {decision.tensor_parallel_size}, K={final_k}: {again[-1]}")
+        if not on and still:
+            spec_trace.append(f"at TP {decision.tensor_parallel_size} suffix would be chosen; the planner's change came "
+                              "after the choice: rerun with --tp to recommend for it")  # fmt: skip
         if decision.speculative_method and not still:
             turned_off = True
             decision = decision.model_copy(update={"speculative_method": None, "num_speculative_tokens": None})
