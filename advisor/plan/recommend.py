@@ -120,9 +120,10 @@ def _speculate(outcome: RulesOutcome, prediction: dict | None, trace: list[str])
         return False
     measured = prediction.get("measured") if prediction else None
     for n in (prediction or {}).get("measured_near") or []:
+        how = ("it only informs the calibrated fit" if n.get("fitted") else
+               "nor fitted: a probe without a GPU says nothing about a GPU's gain")  # fmt: skip
         trace.append(f"probe campaign {n['campaign']} measured suffix at {n['gain']:.2f}x vanilla for this model, traffic and "
-                     f"K, but not for this deployment ({'; '.join(n['differs'])}): not used to decide (it only "
-                     "informs the calibrated fit)")  # fmt: skip
+                     f"K, but not for this deployment ({'; '.join(n['differs'])}): not used to decide ({how})")  # fmt: skip
     if measured:
         on = measured["gain"] > 1.0
         trace.append(

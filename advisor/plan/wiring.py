@@ -152,9 +152,11 @@ def measured_gain(records, scope: Scope, fingerprint) -> tuple[dict | None, list
             if not here or rec.host_fingerprint != here:
                 differs.append("another host (fingerprint differs)" if here else "this host's fingerprint is unknown")
             hit = {"campaign": cid, "gain": rec.throughput_tok_s / van.throughput_tok_s,
-                   "k_bar": rec.tokens_per_step or rec.mean_acceptance_length}  # fmt: skip
+                   "k_bar": rec.tokens_per_step or rec.mean_acceptance_length,
+                   "fitted": bool(rec.gpu) and getattr(rec, "weights", "real") != "dummy"}  # fmt: skip
             (near if differs else exact).append(hit | ({"differs": differs} if differs else {}))
     near = [n | {"gain": round(n["gain"], 4)} for n in near]
+    exact = [{k: v for k, v in h.items() if k != "fitted"} for h in exact]
     if not exact:
         return None, near
     gain = math.exp(sum(math.log(h["gain"]) for h in exact) / len(exact))
