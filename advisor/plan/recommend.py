@@ -210,6 +210,7 @@ def recommend(
     prediction = predictor(profile, host, workload, k, tp) if predictor else None
     spec_trace: list[str] = []
     on = _speculate(outcome, prediction, spec_trace)
+    why_spec = spec_trace[-1] if spec_trace else "no prediction"
     env = dict(outcome.env)
     dsa_env = bool(fields.get("dsa_env", False))
     if dsa_env:
@@ -256,13 +257,14 @@ def recommend(
             turned_off = True
             decision = decision.model_copy(update={"speculative_method": None, "num_speculative_tokens": None})
             if planner is not None:
-                decision, memory, more, _ = planner(profile, host, decision, fixed)
+                decision, memory, more, more_warnings = planner(profile, host, decision, fixed)
                 plan_trace += more
+                warnings += more_warnings
     trace = spec_trace + trace
     if decision.speculative_method:
         _k_trace(decision.num_speculative_tokens, trace)
     elif num_speculative_tokens is not None:
-        warnings.append(f"--k {num_speculative_tokens} not used: suffix decoding is off ({spec_trace[0] if spec_trace else 'memory'})")
+        warnings.append(f"--k {num_speculative_tokens} not used: suffix decoding is off ({why_spec})")
     trace += plan_trace
     if on and decision.speculative_method is None:
         trace.append("suffix turned off: at the planner's configuration the prediction no longer favours it"
