@@ -111,6 +111,10 @@ def recommend_cmd(
     Where the prediction is unsure the output names the probe campaign that settles it; --probe runs
     it here and recommends again from the recalibrated predictor. --html FILE also writes the
     `advisor report` page of this recommendation."""
+    if html is not None:
+        from advisor.atomic import check_target
+
+        check_target(html)
     args = (model, gpu, gpus, tp, corpus, tokenizer, concurrency, max_model_len, k, gmu)
     rec, probed = recommend_maybe_probe(args, probe, probe_duration, probe_requests, server_cmd, quiet=json_out)
     if html is not None:

@@ -37,7 +37,7 @@ def write_html(rec, model: str, out: Path) -> Path:
 @app.command("report")
 def report_cmd(
     model: str = model_arg(),
-    out: Path = typer.Option(..., "--out", "-o", metavar="FILE", dir_okay=False, help="Where to write the HTML page (replaced atomically)."),
+    out: Path = typer.Option(..., "--out", "-o", metavar="FILE", help="Where to write the HTML page (replaced atomically)."),
     gpu: str = o.GPU, gpus: int = o.GPUS, tp: int = o.TP, corpus: str = o.CORPUS, tokenizer: str = o.TOKENIZER,
     concurrency: int = o.CONCURRENCY, max_model_len: int = o.MAX_MODEL_LEN, k: int = o.K, gmu: float = o.GMU,
     probe: bool = o.PROBE, probe_duration: float = o.PROBE_DURATION, probe_requests: int = o.PROBE_REQUESTS,
@@ -51,8 +51,10 @@ def report_cmd(
 
     The page fetches nothing (inline SVG and CSS): it opens from a file on an air-gapped host.
     The first report on a machine runs the leave-one-model-out evaluation (seconds; cached after)."""
+    from advisor.atomic import check_target
     from advisor.cli.recommend import recommend_maybe_probe
 
+    check_target(out)
     args = (model, gpu, gpus, tp, corpus, tokenizer, concurrency, max_model_len, k, gmu)
     rec, _probed = recommend_maybe_probe(args, probe, probe_duration, probe_requests, server_cmd, quiet=False)
     path = write_html(rec, model, out)

@@ -181,7 +181,8 @@ def _spec_label(decision) -> str:
 
 def memory_bars(rec, profile: ModelProfile) -> list[MemoryBar]:
     """The recommendation's own plan (``rec.memory``) first, then the same decision without
-    speculation and with the other K values of ALT_K, each planned without the alternative search."""
+    speculation and with the other K values of ALT_K, each planned without the alternative search;
+    when the chosen one does not boot, also the planner's smallest TP that does (more GPUs than given)."""
     from advisor.hardware.gpus import get_gpu
     from advisor.plan.memory import plan_memory
 
@@ -196,9 +197,14 @@ def memory_bars(rec, profile: ModelProfile) -> list[MemoryBar]:
     alts += [d.model_copy(update={"speculative_method": "suffix", "num_speculative_tokens": k})
              for k in ALT_K if not (d.speculative_method and d.num_speculative_tokens == k)]  # fmt: skip
     gpu = get_gpu(rec.host.gpu)
-    for alt in alts:
-        plan = plan_memory(profile, gpu, alt, num_gpus=rec.host.gpus, search=False)
-        bars.append(MemoryBar(label=_spec_label(alt), chosen=False, boots=plan.boots, terms_gib=plan.terms_gib,
+    runs = [(alt, _spec_label(alt), rec.host.gpus) for alt in alts]
+    need = rec.memory.get("min_gpus_for_weights")
+    if not rec.memory["boots"] and need and need > rec.host.gpus:  # what it takes: the planner's smallest TP
+        plain = d.model_copy(update={"speculative_method": None, "num_speculative_tokens": None, "tensor_parallel_size": need})
+        runs.append((plain, f"no speculation, TP {need} ({need} GPUs)", need))
+    for alt, label, gpus in runs:
+        plan = plan_memory(profile, gpu, alt, num_gpus=gpus, search=False)
+        bars.append(MemoryBar(label=label, chosen=False, boots=plan.boots, terms_gib=plan.terms_gib,
                               kv_cache_tokens=plan.kv_cache_tokens, reason=plan.reason))  # fmt: skip
     return bars
 

@@ -43,33 +43,39 @@ def to_svg(fig, salt: str) -> str:
 
 
 def kr_plane(seed: list[KRPoint], probes: list[KRPoint], rec: dict | None) -> str:
-    """K̄ against R per host state, the break-even line K̄ = R, and this recommendation.
-
-    ``rec``: {r, k_bar, k_eff, k_low, k_high, host_state, label} or None."""
-    states = ("OFF", "ON")
-    fig, axes = _figure(10.5, 4.6, cols=2)
-    pts = seed + probes + ([KRPoint(label="", corpus=None, host_state="OFF", k_bar=rec["k_high"], r=rec["r"], gain=1, arch="", source="")]
-                           if rec else [])  # fmt: skip
-    hi = max([p.r for p in pts] + [p.k_bar for p in pts] + [2.0]) * 1.08
-    corpora = sorted({p.corpus for p in seed if p.corpus})
+    """K̄ against R per host state (log axes: the distance from the break-even line K̄ = R is the
+    log gain), the seed rows, the probes, and this recommendation (``page._rec_point`` or None)."""
     from matplotlib import colormaps
+    from matplotlib.ticker import FixedLocator, NullLocator, ScalarFormatter
 
+    fig, axes = _figure(10.5, 4.8, cols=2)
+    values = [p.r for p in seed + probes] + [p.k_bar for p in seed + probes]
+    if rec:
+        values += [rec["r_low"], rec["r_high"], rec["k_low"], rec["k_high"], rec["k_bar"]]
+    lo, hi = min(values + [1.0]) / 1.08, max(values + [2.0]) * 1.08
+    corpora = sorted({p.corpus for p in seed if p.corpus})
     cmap = colormaps["tab10"]
     colour = {c: cmap(i % 10) for i, c in enumerate(corpora)}
-    for ax, state in zip(axes, states):
-        ax.fill_between([0, hi], [0, hi], [hi, hi], color="#55a868", alpha=0.07, lw=0)
-        ax.plot([0, hi], [0, hi], color="#333333", lw=1.2, ls="--", label="break-even K̄ = R")
+    ticks = [t for t in (0.5, 0.75, 1, 1.5, 2, 3, 4, 6, 8, 12, 16, 24, 32) if lo <= t <= hi]
+    for ax, state in zip(axes, ("OFF", "ON")):
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.fill_between([lo, hi], [lo, hi], [hi, hi], color="#55a868", alpha=0.08, lw=0)
+        ax.plot([lo, hi], [lo, hi], color="#333333", lw=1.2, ls="--", label="break-even K̄ = R")
         for c in corpora:
             for arch, marker in (("dense", "o"), ("moe", "^")):
                 sel = [p for p in seed if p.host_state == state and p.corpus == c and p.arch == arch]
                 if sel:
-                    ax.scatter([p.r for p in sel], [p.k_bar for p in sel], s=26, marker=marker, color=colour[c], alpha=0.8,
+                    ax.scatter([p.r for p in sel], [p.k_bar for p in sel], s=26, marker=marker, color=colour[c], alpha=0.85,
                                edgecolors="white", linewidths=0.4, label=c if arch == "dense" else None)  # fmt: skip
         mine = [p for p in probes if p.host_state == state]
         if mine:
-            ax.scatter([p.r for p in mine], [p.k_bar for p in mine], s=70, marker="P", color=PROBE_COLOUR, label="probe (this host)")
+            ax.scatter([p.r for p in mine], [p.k_bar for p in mine], s=80, marker="P", color=PROBE_COLOUR, zorder=4,
+                       label="probe (this host)")  # fmt: skip
         if rec and rec["host_state"] in (state, None):
             r = rec["r"]
+            ax.plot([rec["r_low"], rec["r_high"]], [rec["k_eff"]] * 2, color=REC_COLOUR, lw=1, alpha=0.6,
+                    label="its R: seed-build to measured step costs")  # fmt: skip
             ax.errorbar([r], [rec["k_eff"]], yerr=[[rec["k_eff"] - rec["k_low"]], [rec["k_high"] - rec["k_eff"]]], fmt="*",
                         ms=16, color=REC_COLOUR, mec="black", mew=0.6, ecolor=REC_COLOUR, elinewidth=2, capsize=5,
                         label="this recommendation (90 % interval)", zorder=5)  # fmt: skip
@@ -77,8 +83,12 @@ def kr_plane(seed: list[KRPoint], probes: list[KRPoint], rec: dict | None) -> st
                        label="its K̄ before calibration", zorder=5)  # fmt: skip
         n = sum(p.host_state == state for p in seed)
         ax.set_title(f"host DSA queues {state}: {n} seed rows (8xB200, K=32)", fontsize=10)
-        ax.set_xlim(0.8, hi)
-        ax.set_ylim(0.8, hi)
+        ax.set_xlim(lo, hi)
+        ax.set_ylim(lo, hi)
+        for axis in (ax.xaxis, ax.yaxis):
+            axis.set_major_locator(FixedLocator(ticks))
+            axis.set_minor_locator(NullLocator())
+            axis.set_major_formatter(ScalarFormatter())
         ax.set_xlabel("R = verification step / plain step (step-cost model)")
         ax.set_ylabel("K̄ = tokens per step (implied: gain × R)")
         ax.text(0.03, 0.96, "suffix wins (K̄ > R)", transform=ax.transAxes, va="top", fontsize=8, color="#2d6a3e")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import shlex
 from collections.abc import Callable
 from datetime import datetime, timezone
@@ -15,12 +16,17 @@ TEMPLATE = "report.html.j2"
 
 
 def _rec_point(prediction: dict | None) -> dict | None:
-    """The recommendation on the K–R plane: at its R, the effective K̄ = predicted gain × R (where the
-    seed rows sit: their K̄ is implied the same way) with the 90 % interval, and the K̄ it started from."""
+    """The recommendation on the K–R plane. Its gain is the mean in log of two predictions, one per
+    build's suffix-step costs (R measured on vLLM 0.26 and R with the seed build's costs), so it is
+    drawn at their geometric-mean R, at K̄ = gain × R (where the seed rows sit: their K̄ is implied the
+    same way) with the 90 % interval; ``r_low``/``r_high`` span the two builds' R."""
     if not prediction:
         return None
-    r = prediction["r"]
-    return {"r": r, "k_bar": prediction["k_bar"], "k_eff": prediction["gain"] * r, "k_low": prediction["gain_low"] * r,
+    r_rel = prediction["r"]
+    r_seed = prediction.get("r_seed_build") or r_rel
+    r = math.sqrt(r_rel * r_seed)
+    return {"r": r, "r_low": min(r_rel, r_seed), "r_high": max(r_rel, r_seed), "r_release": r_rel, "r_seed": r_seed,
+            "k_bar": prediction["k_bar"], "k_eff": prediction["gain"] * r, "k_low": prediction["gain_low"] * r,
             "k_high": prediction["gain_high"] * r, "host_state": prediction.get("host_state")}  # fmt: skip
 
 
