@@ -113,32 +113,35 @@ def _cache_key() -> str:
     from advisor.predict.api import _fit_key
 
     h = hashlib.sha256(_fit_key(None).encode())
-    for path in [*sorted(data_path("catalog").rglob("config.json")), Path(__file__)]:
+    grid = sorted(p for p in (data_path("calibration") / "gpu_steps").rglob("*") if p.is_file())
+    for path in [*sorted(data_path("catalog").rglob("config.json")), *grid, Path(__file__)]:
         h.update(str(path.relative_to(path.parents[1])).encode())
         h.update(path.read_bytes())
     return h.hexdigest()[:24]
 
 
 def seed_evidence(profile_of: ProfileFn, cache_dir: Path | None, progress: Callable[[str], None] | None = None) -> dict:
-    """``{"lomo": evaluate(), "seed_kr": [KRPoint]}``: the leave-one-model-out evaluation of
-    :func:`advisor.predict.evaluate.evaluate` (10 fits: seconds) and the seed's K–R points, kept as
-    JSON under ``cache_dir`` by content (any change to the data or the code recomputes them)."""
+    """``{"lomo": evaluate(), "seed_kr": [KRPoint], "grid": gpu_steps.evaluate()}``: the
+    leave-one-model-out evaluation of :func:`advisor.predict.evaluate.evaluate` (10 fits: seconds),
+    the seed's K–R points and the GPU step grid's evaluation (a grid search per held-out
+    concurrency), kept as JSON under ``cache_dir`` by content (any change to the data or the code
+    recomputes them)."""
     path = Path(cache_dir) / f"report-seed-{_cache_key()}.json" if cache_dir is not None else None
     if path is not None and path.is_file():
         try:
             data = json.loads(path.read_text())
-            return {"lomo": data["lomo"], "seed_kr": [KRPoint.model_validate(p) for p in data["seed_kr"]]}
+            return {"lomo": data["lomo"], "seed_kr": [KRPoint.model_validate(p) for p in data["seed_kr"]], "grid": data["grid"]}
         except (OSError, ValueError, KeyError, TypeError):
             pass  # a corrupt cache is recomputed, never trusted
     from advisor.predict.evaluate import evaluate
 
-    res = {"lomo": evaluate(profile_of, progress=progress), "seed_kr": seed_kr(profile_of)}
+    res = {"lomo": evaluate(profile_of, progress=progress), "seed_kr": seed_kr(profile_of), "grid": gpu_grid(profile_of)}
     if path is not None:
         from advisor.atomic import write_one
         from advisor.errors import OutputError
 
         try:
-            write_one(path, json.dumps({"lomo": res["lomo"], "seed_kr": [p.model_dump() for p in res["seed_kr"]]}))
+            write_one(path, json.dumps({**res, "seed_kr": [p.model_dump() for p in res["seed_kr"]]}))
         except OutputError:
             pass  # a read-only data dir only costs the next report the evaluation
     return res

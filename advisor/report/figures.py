@@ -18,12 +18,16 @@ TERMS = (("weights", "#4c72b0"), ("activation_peak", "#dd8452"), ("spec_decode_e
 STATE_COLOURS = {"OFF": "#4c72b0", "ON": "#dd8452"}
 REC_COLOUR = "#d62728"
 PROBE_COLOUR = "#111111"
+FONTTYPE = "path"
 
 
-def _figure(width: float, height: float, cols: int = 1):
+def _figure(width: float, height: float, cols: int = 1, *, right: float = 0.97, wspace: float = 0.22, bottom: float = 0.12):
+    """Fixed margins (``right`` leaves room for an outside legend): a layout engine would redraw the
+    figure to measure it, which costs more than the rest of the page."""
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(width, height), layout="constrained")
+    fig = Figure(figsize=(width, height))
+    fig.subplots_adjust(left=0.065, right=right, top=0.92, bottom=bottom, wspace=wspace)
     axes = fig.subplots(1, cols, squeeze=False)[0]
     return fig, list(axes)
 
@@ -34,7 +38,7 @@ def to_svg(fig, salt: str) -> str:
     import matplotlib
 
     buf = io.StringIO()
-    with matplotlib.rc_context({"svg.fonttype": "path", "svg.hashsalt": salt}):
+    with matplotlib.rc_context({"svg.fonttype": FONTTYPE, "svg.hashsalt": salt}):
         fig.savefig(buf, format="svg", metadata={"Creator": None, "Date": None, "Format": None, "Type": None})
     text = buf.getvalue()
     text = text[text.index("<svg"):]
@@ -48,7 +52,7 @@ def kr_plane(seed: list[KRPoint], probes: list[KRPoint], rec: dict | None) -> st
     from matplotlib import colormaps
     from matplotlib.ticker import FixedLocator, NullLocator, ScalarFormatter
 
-    fig, axes = _figure(10.5, 4.8, cols=2)
+    fig, axes = _figure(10.5, 4.8, cols=2, right=0.79)
     values = [p.r for p in seed + probes] + [p.k_bar for p in seed + probes]
     if rec:
         values += [rec["r_low"], rec["r_high"], rec["k_low"], rec["k_high"], rec["k_bar"]]
@@ -75,10 +79,10 @@ def kr_plane(seed: list[KRPoint], probes: list[KRPoint], rec: dict | None) -> st
         if rec and rec["host_state"] in (state, None):
             r = rec["r"]
             ax.plot([rec["r_low"], rec["r_high"]], [rec["k_eff"]] * 2, color=REC_COLOUR, lw=1, alpha=0.6,
-                    label="its R: seed-build to measured step costs")  # fmt: skip
+                    label="its R, seed to measured costs")  # fmt: skip
             ax.errorbar([r], [rec["k_eff"]], yerr=[[rec["k_eff"] - rec["k_low"]], [rec["k_high"] - rec["k_eff"]]], fmt="*",
                         ms=16, color=REC_COLOUR, mec="black", mew=0.6, ecolor=REC_COLOUR, elinewidth=2, capsize=5,
-                        label="this recommendation (90 % interval)", zorder=5)  # fmt: skip
+                        label="this recommendation, 90 %", zorder=5)  # fmt: skip
             ax.scatter([r], [rec["k_bar"]], s=60, marker="D", facecolors="none", edgecolors=REC_COLOUR, lw=1.4,
                        label="its K̄ before calibration", zorder=5)  # fmt: skip
         n = sum(p.host_state == state for p in seed)
@@ -100,7 +104,7 @@ def kr_plane(seed: list[KRPoint], probes: list[KRPoint], rec: dict | None) -> st
 
 def predicted_vs_measured(seed_rows: list[dict], probes: list[dict], grid: list[dict]) -> str:
     """Left: gain predicted against measured (seed rows held out, probes); right: R of the GPU step grid."""
-    fig, (a, b) = _figure(10.5, 4.6, cols=2)
+    fig, (a, b) = _figure(10.5, 4.6, cols=2, right=0.99)
     vals = [r["gain"] for r in seed_rows + probes] + [r["predicted_gain"] for r in seed_rows + probes] or [1.0]
     lo, hi = min(vals + [0.8]) * 0.92, max(vals + [1.25]) * 1.08
     a.plot([lo, hi], [lo, hi], color="#333333", lw=1.1, ls="--", label="identity")
@@ -143,7 +147,7 @@ def predicted_vs_measured(seed_rows: list[dict], probes: list[dict], grid: list[
 
 def memory(bars: list[MemoryBar], gpu_label: str) -> str:
     """Per-GPU start-up terms stacked per configuration, with the budget line and the verdict."""
-    fig, (ax,) = _figure(10.5, 4.4)
+    fig, (ax,) = _figure(10.5, 4.4, right=0.80)
     xs = range(len(bars))
     top = 0.0
     seen: set[str] = set()
@@ -179,7 +183,7 @@ def candidates(cands: list[dict]) -> str | None:
     pts = [c for c in cands if c["throughput_tok_s"] is not None and c["tpot_ms"] is not None]
     if not pts:
         return None
-    fig, (ax,) = _figure(7.5, 4.2)
+    fig, (ax,) = _figure(7.5, 4.2, right=0.95)
     for c in pts:
         ax.scatter([c["tpot_ms"]], [c["throughput_tok_s"]], s=120 if c["chosen"] else 40, marker="*" if c["chosen"] else "o",
                    color=REC_COLOUR if c["chosen"] else "#4c72b0", edgecolors="black", linewidths=0.5, zorder=3)  # fmt: skip

@@ -81,9 +81,8 @@ def build_report(rec, profile: ModelProfile, settings, *, progress: Callable[[st
     pairs = ev.probe_points(records, profile_of)
     checks = ev.probe_checks(pairs, profile_of, cache_dir)
     seed_ev = ev.seed_evidence(profile_of, cache_dir, progress=lambda m: say(f"leave-one-model-out evaluation (cached after this run): {m}"))
-    lomo, seed = seed_ev["lomo"], seed_ev["seed_kr"]
+    lomo, seed, grid = seed_ev["lomo"], seed_ev["seed_kr"], seed_ev["grid"]
     seed_rows = ev.lomo_rows(lomo)
-    grid = ev.gpu_grid(profile_of)
     bars = ev.memory_bars(rec, profile)
     rec_json = rec.model_dump(mode="json")
     cands = ev.layout_candidates(rec_json)
