@@ -95,8 +95,9 @@ def kr_plane(seed: list[KRPoint], probes: list[KRPoint], rec: dict | None) -> st
             axis.set_major_formatter(ScalarFormatter())
         ax.set_xlabel("R = verification step / plain step (step-cost model)")
         ax.set_ylabel("K̄ = tokens per step (implied: gain × R)")
-        ax.text(0.03, 0.96, "suffix wins (K̄ > R)", transform=ax.transAxes, va="top", fontsize=8, color="#2d6a3e")
-        ax.text(0.97, 0.04, "vanilla wins", transform=ax.transAxes, ha="right", fontsize=8, color="#8b2b2b")
+        box = {"fc": "white", "alpha": 0.75, "lw": 0, "pad": 1.5}
+        ax.text(0.03, 0.96, "suffix wins (K̄ > R)", transform=ax.transAxes, va="top", fontsize=8, color="#2d6a3e", bbox=box, zorder=6)
+        ax.text(0.97, 0.04, "vanilla wins", transform=ax.transAxes, ha="right", fontsize=8, color="#8b2b2b", bbox=box, zorder=6)
         ax.grid(alpha=0.25)
     axes[1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     return to_svg(fig, "kr")
