@@ -224,3 +224,25 @@ def test_report_probe_draws_this_hosts_measurement(tmp_path, monkeypatch, capsys
     records, _note = ev.host_probes(s, collect_host(s).fingerprint)
     (obs, point), = ev.probe_points(records, default_profile_of(s))
     assert point.k_bar == pytest.approx(2.0) and obs.gain > 1.1 and point.r > 1
+
+
+def test_page_without_prediction_or_memory_plan(tmp_path):
+    """The pure core without a predictor or a planner (what recommend falls back to when the
+    predictor declines): the page says so instead of failing on a missing figure."""
+    from advisor.cli.common import settings
+    from advisor.model.load import load_profile
+    from advisor.plan.host import HostContext
+    from advisor.plan.recommend import recommend
+    from advisor.plan.workload import Workload
+    from advisor.report.page import build_report
+    from advisor.rules.loader import load_rules
+
+    s = settings()
+    profile = load_profile("meta-llama/Llama-3.1-8B-Instruct", s)
+    rec = recommend(profile, HostContext(gpu="H200", gpus=1, origin="command line"), Workload(concurrency=8),
+                    load_rules(s.rules_dirs))  # fmt: skip
+    assert rec.prediction is None and rec.memory is None
+    text = htmllib.unescape(build_report(rec, profile, s.model_copy(update={"data_dir": tmp_path / "data"})))
+    assert "none (the predictor declined)" in text and "No prediction for this recommendation" in text
+    assert "No memory plan in this recommendation." in text
+    assert text.count("<svg") == 2 and not EXTERNAL.findall(text)
