@@ -87,6 +87,7 @@ def build_report(rec, profile: ModelProfile, settings, *, progress: Callable[[st
     rec_json = rec.model_dump(mode="json")
     cands = ev.layout_candidates(rec_json)
     say("drawing")
+    point = _rec_point(rec.prediction)
     d = rec.decision
     cmd = shlex.join(serve_argv(rec.model["id"], d))
     if d.env:
@@ -97,8 +98,8 @@ def build_report(rec, profile: ModelProfile, settings, *, progress: Callable[[st
         "rec": rec_json,
         "spec": f"suffix, K={d.num_speculative_tokens}" if d.speculative_method else "off (plain decoding)",
         "command": cmd,
-        "rec_point": _rec_point(rec.prediction),
-        "fig_kr": figures.kr_plane(seed, [pt for _o, pt in pairs], _rec_point(rec.prediction)),
+        "rec_point": point,
+        "fig_kr": figures.kr_plane(seed, [pt for _o, pt in pairs], point),
         "fig_pvm": figures.predicted_vs_measured(seed_rows, checks, grid.get("table", []) if grid.get("available") else []),
         "fig_mem": figures.memory(bars, f"{rec.host.gpus}x{rec.host.gpu}") if bars else None,
         "bars": [b.model_dump() for b in bars],
