@@ -246,3 +246,18 @@ def test_page_without_prediction_or_memory_plan(tmp_path):
     assert "none (the predictor declined)" in text and "No prediction for this recommendation" in text
     assert "No memory plan in this recommendation." in text
     assert text.count("<svg") == 2 and not EXTERNAL.findall(text)
+
+
+def test_hostile_model_path_is_escaped(reports, tmp_path):
+    """A model directory whose name is markup: the page shows it as text, never as an element."""
+    from conftest import CATALOG
+
+    model = tmp_path / "m<script>alert(1)<img src=x onerror=alert(2)>"
+    model.mkdir()
+    shutil.copy(CATALOG / "meta-llama" / "Llama-3.1-8B-Instruct" / "config.json", model / "config.json")
+    page = tmp_path / "page.html"
+    assert main(["--data-dir", str(reports["_data"]["path"]), "report", str(model), "--gpu", "H200", "--gpus", "1",
+                 "--out", str(page)]) == 0  # fmt: skip
+    text = page.read_text()
+    assert "<script" not in text and "<img" not in text and not EXTERNAL.findall(text)
+    assert "m&lt;script&gt;alert(1)&lt;img src=x onerror=alert(2)&gt;" in text
