@@ -127,7 +127,11 @@ def test_preflight_fails_when_too_few_gpus(tmp_path):
     assert proc.returncode == 1 and "need 8 GPU(s)" in proc.stderr and "2 on this host" in proc.stderr
 
 
-@pytest.mark.parametrize(("visible", "count"), [("0,1,2,3", 4), ("", 0)])
+@pytest.mark.parametrize(("visible", "count"), [
+    ("0,1,2,3", 4), ("", 0),
+    # CUDA's list rules, as advisor host counts them (tests/test_host_visible.py)
+    ("-1", 0), ("1,9,2", 1), ("2,2", 1), ("3,x,4", 1), ("6, 7", 2), ("GPU-8f3c,GPU-11aa", 2),
+])
 def test_preflight_counts_only_visible_gpus(tmp_path, visible, count):
     proc = _preflight(tmp_path, 8, CUDA_VISIBLE_DEVICES=visible)
     assert proc.returncode == 1 and f"need 8 GPU(s) for tensor_parallel_size, {count} visible" in proc.stderr

@@ -40,10 +40,22 @@ preflight() {
     have="$(nvidia-smi --list-gpus 2>/dev/null | grep -c '^GPU' || true)"
     local where="on this host"
     if [ -n "${CUDA_VISIBLE_DEVICES+set}" ]; then
+        # CUDA's rules (as advisor/hardware/gpu_detect.py visible_gpus): the list ends at the first
+        # entry that names no device (e.g. -1), an index is counted once, an empty value hides all.
         local -a devs=()
+        local seen="," n=0 d
         IFS=',' read -r -a devs <<< "${CUDA_VISIBLE_DEVICES}"
-        if [ "${#devs[@]}" -lt "${have}" ]; then
-            have="${#devs[@]}"
+        for d in "${devs[@]}"; do
+            d="${d//[[:space:]]/}"
+            case "${d}" in
+                GPU-*|MIG-*|gpu-*|mig-*) n=$((n + 1)) ;;
+                *[!0-9]*|'') break ;;
+                *) if [ "$((10#${d}))" -ge "${have}" ] || [[ "${seen}" == *",$((10#${d})),"* ]]; then break; fi
+                   seen="${seen}$((10#${d})),"; n=$((n + 1)) ;;
+            esac
+        done
+        if [ "${n}" -lt "${have}" ]; then
+            have="${n}"
         fi
         where="visible (CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES})"
     fi
