@@ -13,7 +13,7 @@ from advisor.cli.common import JsonOpt, emit_json, model_arg, settings, table
 from advisor.errors import UsageError
 
 
-def build_recommendation(model, gpu, gpus, tp, corpus, tokenizer, concurrency, max_model_len, k, gmu):
+def build_recommendation(model, gpu, gpus, tp, corpus, tokenizer, concurrency, max_model_len, k, gmu, query=None):
     """Load everything a recommendation needs (I/O) and call the pure core."""
     from advisor.model.load import load_profile
     from advisor.plan.host import resolve_host
@@ -34,11 +34,17 @@ def build_recommendation(model, gpu, gpus, tp, corpus, tokenizer, concurrency, m
     else:  # replaying a trace file takes seconds to minutes: show it
         with prog:
             workload = workload_for(corpus, concurrency, tokenizer or model, k or 32, on_progress=on_progress)
-    return recommend(
-        profile, host, workload, load_rules(s.rules_dirs),
+    rules = load_rules(s.rules_dirs)
+    rec = recommend(
+        profile, host, workload, rules,
         tensor_parallel_size=tp, max_model_len=max_model_len, num_speculative_tokens=k,
         gpu_memory_utilization=gmu, predictor=make_predictor(s), planner=planner,
     )  # fmt: skip
+    # --- issue 15: layout x speculative-method search (advisor.plan.layout); user flags stay fixed ---
+    from advisor.plan.layout import LayoutQuery
+    from advisor.plan.layout_wiring import apply_search
+
+    return apply_search(rec, profile, rules, s, query or LayoutQuery(), tp=tp, k=k)
 
 
 def _print(rec) -> None:
@@ -46,7 +52,7 @@ def _print(rec) -> None:
     import shlex
 
     d = rec.decision
-    spec = f"suffix, K={d.num_speculative_tokens}" if d.speculative_method else "off (plain decoding)"
+    spec = f"{d.speculative_method}, K={d.num_speculative_tokens}" if d.speculative_method else "off (plain decoding)"
     rows = [
         ("model", f"{rec.model['id']} ({rec.model['arch']}, {rec.model['params_total_b']:g}B, {rec.model['weights_dtype']}, {rec.model['family']})"),
         ("host", f"{rec.host.gpus}x{rec.host.gpu} ({rec.host.origin})"),
@@ -54,6 +60,7 @@ def _print(rec) -> None:
         ("speculative decoding", spec),
         ("gpu_memory_utilization", d.gpu_memory_utilization),
         ("tensor_parallel_size", d.tensor_parallel_size),
+        ("data_parallel_size", f"{d.data_parallel_size}" + (" (expert parallel)" if d.enable_expert_parallel else "")),
         ("max_model_len", d.max_model_len),
         ("cudagraph_mode", d.cudagraph_mode),
         ("DSA env", "on" if d.dsa_env else "off"),
@@ -73,6 +80,10 @@ def _print(rec) -> None:
         m = rec.memory
         rows.append(("memory", f"{'boots' if m['boots'] else 'DOES NOT BOOT'}: {m['kv_cache_tokens']:,} KV tokens, {m['max_concurrency_at_max_len']:.1f} requests at max_model_len"))
     print(table(rows, "Recommendation"))
+    from advisor.plan.layout_wiring import text_lines
+
+    for line in text_lines(rec):
+        print(line)
     print("\nLaunch:\n  " + " ".join(shlex.quote(a) for a in serve_argv(rec.model["id"], d)))
     if d.env:
         print("  env: " + " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(d.env.items())))
@@ -103,13 +114,20 @@ def recommend_cmd(
     concurrency: int = o.CONCURRENCY, max_model_len: int = o.MAX_MODEL_LEN, k: int = o.K, gmu: float = o.GMU,
     probe: bool = o.PROBE, probe_duration: float = o.PROBE_DURATION, probe_requests: int = o.PROBE_REQUESTS,
     server_cmd: str = o.SERVER_CMD,
+    objective: str = o.OBJECTIVE, max_tpot_ms: float = o.MAX_TPOT_MS, max_ttft_ms: float = o.MAX_TTFT_MS,
+    prompt_len: int = o.PROMPT_LEN, output_len: int = o.OUTPUT_LEN,
     json_out: bool = JsonOpt,
 ) -> None:  # fmt: skip
     """Recommend the fastest vLLM configuration for MODEL on this (or the given) GPU host, with reasons.
 
     Where the prediction is unsure the output names the probe campaign that settles it; --probe runs
     it here and recommends again from the recalibrated predictor."""
-    args = (model, gpu, gpus, tp, corpus, tokenizer, concurrency, max_model_len, k, gmu)
+    from advisor.plan.layout import LayoutQuery
+
+    if objective not in ("throughput", "latency"):
+        raise UsageError(f"--objective {objective!r}: choose throughput or latency")
+    query = LayoutQuery(objective=objective, max_tpot_ms=max_tpot_ms, max_ttft_ms=max_ttft_ms, prompt_len=prompt_len, output_len=output_len)
+    args = (model, gpu, gpus, tp, corpus, tokenizer, concurrency, max_model_len, k, gmu, query)
     rec = build_recommendation(*args)
     probed = None
     if probe and rec.probe_plan:
