@@ -193,8 +193,9 @@ def search(p: ModelProfile, gpu: GpuSpec, gpus: int, base: Decision, *, concurre
 
 def _rank_key(objective: Objective):
     if objective == "latency":
-        return lambda c: (c.figures.tpot_ms.value, c.figures.ttft_ms.value, -c.figures.throughput_tok_s.value)
-    return lambda c: (-c.figures.throughput_tok_s.value, c.figures.tpot_ms.value)
+        return lambda c: (c.figures.tpot_ms.value, c.figures.ttft_ms.value, -c.figures.throughput_tok_s.value, not c.layout.ep)
+    # Ties (MoE with DP: EP and expert-TP predict alike) go to EP, vLLM's documented wide-EP layout.
+    return lambda c: (-c.figures.throughput_tok_s.value, c.figures.tpot_ms.value, not c.layout.ep)
 
 
 def _one(p, gpu, lay, method, k, cap, base, concurrency, query, policy, suffix_gain, planner, gains) -> Candidate:

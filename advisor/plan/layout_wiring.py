@@ -50,9 +50,14 @@ def apply_search(rec, profile: ModelProfile, rules, settings, query: LayoutQuery
         pr = _predict(tp_, n, k_)
         return None if pr is None else (Band(value=pr.gain, low=pr.gain_low, high=pr.gain_high), pr.p_win, pr.k_bar)
 
+    from advisor.plan import memory as mem
+
     def planner(prof: ModelProfile, d: Decision):
-        plan = plan_memory(prof, gpu, d, num_gpus=d.tensor_parallel_size, search=False)
-        return plan.boots, plan.kv_cache_tokens, plan.reason
+        # The planner's arithmetic without its alternative search and minimum-GPU scan (speed: one
+        # call per candidate); the chosen candidate gets the full plan_memory below.
+        core = mem._core(prof, gpu, d, mem.t.DEFAULT_BLOCK_SIZE)
+        ok, why = mem._boots(core, gpu, d.gpu_memory_utilization, d.tensor_parallel_size)
+        return ok, core["blocks"] * mem.t.DEFAULT_BLOCK_SIZE if ok else 0, why
 
     base = rec.decision.model_copy(update={"speculative_method": None, "num_speculative_tokens": None})
     k_rules = rec.decision.num_speculative_tokens or 32
