@@ -61,8 +61,14 @@ def apply_search(rec, profile: ModelProfile, rules, settings, query: LayoutQuery
 
     base = rec.decision.model_copy(update={"speculative_method": None, "num_speculative_tokens": None})
     k_rules = rec.decision.num_speculative_tokens or 32
-    result = search(profile, gpu, host.gpus, base, concurrency=workload.concurrency, query=query, policy=policy,
-                    suffix_gain=suffix_gain, planner=planner, tp_fixed=tp, k_fixed=k, k_rules=k_rules)  # fmt: skip
+    from advisor.plan.layout import NoFeasibleLayout
+
+    try:
+        result = search(profile, gpu, host.gpus, base, concurrency=workload.concurrency, query=query, policy=policy,
+                        suffix_gain=suffix_gain, planner=planner, tp_fixed=tp, k_fixed=k, k_rules=k_rules)  # fmt: skip
+    except NoFeasibleLayout as err:  # keep the rules' decision and its memory verdict; say why nothing was chosen
+        return rec.model_copy(update={"warnings": [*rec.warnings, f"layout search: {err}"],
+                                      "trace": [*rec.trace, f"layout search: {err}; the decision above is kept"]})  # fmt: skip
     c = result.chosen
     decision = decision_of(base, c)
     from advisor.plan.layout import replica_profile
