@@ -248,8 +248,8 @@ def _ineligible(c: Candidate, policy: str, q: LayoutQuery) -> str | None:
         need = SUFFIX_THRESHOLDS.get(policy)
         if need is not None and c.p_win is not None and c.p_win < need:
             return f"suffix P(win) {c.p_win:.2f} < {need:.2f} the rules' {policy} policy needs"
-    elif c.method == "none" and policy == "required":
-        return "the rules require suffix decoding"
+    elif policy == "required":
+        return "the rules (or a probe on this host) require suffix decoding"
     if q.max_tpot_ms and f.tpot_ms.value > q.max_tpot_ms:
         return f"TPOT {f.tpot_ms.value:.1f} ms > --max-tpot-ms {q.max_tpot_ms:g}"
     if q.max_ttft_ms and f.ttft_ms.value > q.max_ttft_ms:

@@ -35,6 +35,11 @@ def apply_search(rec, profile: ModelProfile, rules, settings, query: LayoutQuery
     host, workload = rec.host, rec.workload
     gpu = get_gpu(host.gpu)
     policy = apply_rules(rules, build_facts(profile, host, workload)).speculation
+    measured = (rec.prediction or {}).get("measured")
+    if measured and policy not in ("required", "forbidden"):
+        # A probe on this host outranks the prediction (advisor.plan.recommend._speculate): it fixes
+        # suffix on or off; the layout and the other methods are still searched.
+        policy = "required" if measured["gain"] > 1.0 else "forbidden"
     records, cache_dir = _records(settings), settings.data_dir / "cache"
     state = None if host.dsa_enabled is None else ("ON" if host.dsa_enabled else "OFF")
     preds: dict[tuple, object] = {}
