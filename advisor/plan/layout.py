@@ -265,4 +265,7 @@ def why_lost(winner: Candidate, other: Candidate, objective: Objective) -> str:
     if objective == "latency":
         return f"TPOT {b.tpot_ms.value:.1f} ms vs {a.tpot_ms.value:.1f} ms"
     pct = (b.throughput_tok_s.value / a.throughput_tok_s.value - 1) * 100
+    if abs(pct) < 0.5:
+        tie = "EP preferred" if winner.layout.ep != other.layout.ep else "lower TPOT or fewer drafts first"
+        return f"ties the winner ({b.throughput_tok_s.value:,.0f} tok/s, same figures); tie-break: {tie}"
     return f"{pct:+.0f}% host throughput ({b.throughput_tok_s.value:,.0f} vs {a.throughput_tok_s.value:,.0f} tok/s)"

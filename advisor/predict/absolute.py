@@ -9,9 +9,12 @@ running sequences, and a prefill of one prompt from its FLOPs (the same roofline
     them are prefilled in the same cycle, stalling decode (chunked prefill shares steps, but the
     prefill FLOPs still take the GPU):
 
-    T = output_len x t_step / g + n x t_prefill
+    T = output_len x t_step / g + n x t_prefill_marginal
     host tok/s = DP x n x output_len / T;   TPOT = T / output_len
     TTFT = t_prefill + t_step + (c - n) / n x T       (c requests per replica, n of them running)
+
+``t_prefill_marginal`` is a prompt's FLOPs and all-reduces only (its prefill shares decode steps'
+weight reads); ``t_prefill`` is a whole step of it (what the request waits for).
 
 Everything here is a pure function of (ModelProfile, GpuSpec, layout, shapes). Terms that are not
 the validated step-cost model are labelled: ASSUMED (not measured) or MEASURED / FITTED (with the
@@ -135,6 +138,14 @@ def prefill_time(p: ModelProfile, gpu: GpuSpec, lay: ReplicaLayout, prompt_len: 
     return c.total + (TP_STEP_SYNC_S if lay.tp > 1 else 0.0)
 
 
+def prefill_marginal(p: ModelProfile, gpu: GpuSpec, lay: ReplicaLayout, prompt_len: int) -> float:
+    """Seconds a prompt adds to the replica's work when its prefill rides in decode steps (chunked
+    prefill: the weight reads, fixed step cost and launches are paid by the decode step anyway), so
+    only its FLOPs and its all-reduces count. Checked against the H200 grid's prefill (docs/layout.md)."""
+    c = sc.step_cost(p, gpu, lay.tp, sc.StepShape(seqs=1, tokens_per_seq=max(1, prompt_len), context=prompt_len / 2))
+    return c.t_compute + c.t_allreduce
+
+
 def mtp_gain(p: ModelProfile, gpu: GpuSpec, lay: ReplicaLayout, seqs: int, context: float, k: int = 1) -> tuple[Band, float, list[str]]:
     """Throughput gain of MTP with ``k`` drafts over plain decoding, and R. Drafting runs on the GPU
     (one MTP layer forward per draft token: 1/num_layers of the main step's roofline, ASSUMED), so
@@ -199,16 +210,18 @@ def serve(p: ModelProfile, gpu: GpuSpec, lay: ReplicaLayout, *, concurrency: int
     context = prompt_len + output_len / 2
     t_step, step_notes = decode_step(p, gpu, lay, n, context)
     t_pf = prefill_time(p, gpu, lay, prompt_len)
+    t_pm = prefill_marginal(p, gpu, lay, prompt_len)
     g = gain or Band(value=1.0, low=1.0, high=1.0)
     wait = (per_replica - n) / n
 
-    def cycle(ts: float, tp: float, gg: float) -> tuple[float, float, float]:
-        t = output_len * ts / gg + n * tp
+    def cycle(ts: float, tp: float, tm: float, gg: float) -> tuple[float, float, float]:
+        t = output_len * ts / gg + n * tm
         return lay.dp * n * output_len / t, t / output_len, tp + ts + wait * t
 
-    mid = cycle(t_step, t_pf, g.value)
-    fast = cycle(t_step * (1 - STEP_BAND), t_pf * (1 - PREFILL_BAND), g.high)
-    slow = cycle(t_step * (1 + STEP_BAND), t_pf * (1 + PREFILL_BAND), g.low)
+    lo, hi = 1 - PREFILL_BAND, 1 + PREFILL_BAND
+    mid = cycle(t_step, t_pf, t_pm, g.value)
+    fast = cycle(t_step * (1 - STEP_BAND), t_pf * lo, t_pm * lo, g.high)
+    slow = cycle(t_step * (1 + STEP_BAND), t_pf * hi, t_pm * hi, g.low)
     r = lambda x, d=1: round(x, d)  # noqa: E731
     return ServingFigures(
         throughput_tok_s=Band(value=r(mid[0], 0), low=r(slow[0], 0), high=r(fast[0], 0)),
