@@ -94,9 +94,9 @@ def _from_catalog(model: str, roots: list[Path]) -> ResolvedConfig | None:
                 card = {}
                 card_path = cand / "card.yaml"
                 if card_path.is_file():
-                    import yaml
+                    from advisor.yamlfast import safe_load
 
-                    card = yaml.safe_load(card_path.read_text()) or {}
+                    card = safe_load(card_path.read_text()) or {}
                 canonical = f"{cand.parent.name}/{cand.name}"
                 return ResolvedConfig(id=canonical, config=_read_json(cfg), origin=f"bundled catalog ({root})", path=cfg, card=card)
     return None
