@@ -24,7 +24,7 @@ PROBE = typer.Option(
 PROBE_DURATION = typer.Option(120.0, "--probe-duration", min=1, help="Seconds of load per probed configuration.", rich_help_panel="Probing")
 PROBE_REQUESTS = typer.Option(None, "--probe-requests", min=1, help="At most this many requests per probed configuration.", rich_help_panel="Probing")
 SERVER_CMD = typer.Option("vllm serve", "--server-cmd", help="Program that starts vLLM for --probe.", rich_help_panel="Probing")
-OBJECTIVE = typer.Option("throughput", "--objective", help="What the layout search maximises: throughput (host output tok/s) or latency (lowest TPOT).", rich_help_panel="Layout search")
+OBJECTIVE = typer.Option("throughput", "--objective", help="What the layout search optimises: throughput (host output tok/s) or latency (shortest request: TTFT + output-len x TPOT).", rich_help_panel="Layout search")
 MAX_TPOT_MS = typer.Option(None, "--max-tpot-ms", min=0.001, help="Only configurations predicted at or under this time per output token (ms).", rich_help_panel="Layout search")
 MAX_TTFT_MS = typer.Option(None, "--max-ttft-ms", min=0.001, help="Only configurations predicted at or under this time to first token (ms).", rich_help_panel="Layout search")
 PROMPT_LEN = typer.Option(1024, "--prompt-len", min=1, help="Prompt tokens per request the figures are predicted for.", rich_help_panel="Layout search")

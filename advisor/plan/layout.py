@@ -43,6 +43,7 @@ class LayoutQuery(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     objective: Objective = "throughput"
+    """throughput: most host output tok/s; latency: shortest request (TTFT + output_len x TPOT)."""
     max_tpot_ms: float | None = Field(default=None, gt=0)
     max_ttft_ms: float | None = Field(default=None, gt=0)
     prompt_len: int = Field(default=1024, ge=1)
@@ -185,16 +186,21 @@ def search(p: ModelProfile, gpu: GpuSpec, gpus: int, base: Decision, *, concurre
     if not elig:
         worst = "; ".join(sorted({c.why_not or "" for c in cands})[:3])
         raise NoFeasibleLayout(f"no searched configuration boots and meets the limits on {gpus}x{gpu.name} ({worst})")
-    key = _rank_key(query.objective)
+    key = _rank_key(query.objective, query.output_len)
     elig.sort(key=key)
     rest = sorted((c for c in cands if not c.eligible), key=lambda c: (c.figures is None, key(c) if c.figures else 0))
     return LayoutResult(chosen=elig[0], ranked=elig + rest, searched=len(cands))
 
 
-def _rank_key(objective: Objective):
-    if objective == "latency":
-        return lambda c: (c.figures.tpot_ms.value, c.figures.ttft_ms.value, -c.figures.throughput_tok_s.value, not c.layout.ep)
+def request_latency_ms(c: Candidate, output_len: int) -> float:
+    """What one user waits for a whole answer: TTFT + output_len x TPOT (queueing included)."""
+    return c.figures.ttft_ms.value + output_len * c.figures.tpot_ms.value
+
+
+def _rank_key(objective: Objective, output_len: int):
     # Ties (MoE with DP: EP and expert-TP predict alike) go to EP, vLLM's documented wide-EP layout.
+    if objective == "latency":
+        return lambda c: (request_latency_ms(c, output_len), c.figures.tpot_ms.value, not c.layout.ep)
     return lambda c: (-c.figures.throughput_tok_s.value, c.figures.tpot_ms.value, not c.layout.ep)
 
 
@@ -257,13 +263,15 @@ def _ineligible(c: Candidate, policy: str, q: LayoutQuery) -> str | None:
     return None
 
 
-def why_lost(winner: Candidate, other: Candidate, objective: Objective) -> str:
+def why_lost(winner: Candidate, other: Candidate, objective: Objective, output_len: int = 512) -> str:
     """One line: how ``other`` compares with the winner."""
     if not other.eligible:
         return other.why_not or "ineligible"
     a, b = winner.figures, other.figures
     if objective == "latency":
-        return f"TPOT {b.tpot_ms.value:.1f} ms vs {a.tpot_ms.value:.1f} ms"
+        la, lb = request_latency_ms(winner, output_len), request_latency_ms(other, output_len)
+        return (f"request latency {lb:,.0f} ms vs {la:,.0f} ms (TTFT {b.ttft_ms.value:,.0f} + {output_len} x TPOT "
+                f"{b.tpot_ms.value:.1f})")
     pct = (b.throughput_tok_s.value / a.throughput_tok_s.value - 1) * 100
     if abs(pct) < 0.5:
         tie = "EP preferred" if winner.layout.ep != other.layout.ep else "lower TPOT or fewer drafts first"

@@ -131,7 +131,7 @@ def candidate_json(c: Candidate, winner: Candidate, query: LayoutQuery) -> dict:
     if c.figures is not None:
         out["prediction"] = absolute_prediction(c, query)
         if c is not winner:
-            out["why_lost"] = why_lost(winner, c, query.objective)
+            out["why_lost"] = why_lost(winner, c, query.objective, query.output_len)
     return out
 
 
@@ -145,7 +145,7 @@ def search_trace(result: LayoutResult, query: LayoutQuery, policy: str) -> list[
     for name in ("mtp", "suffix", "ngram"):
         best = next((x for x in result.ranked if x.method == name), None)
         if best is not None and best is not c:
-            lines.append(f"best {name} candidate {best.label()}: {why_lost(c, best, query.objective)}")
+            lines.append(f"best {name} candidate {best.label()}: {why_lost(c, best, query.objective, query.output_len)}")
     return lines
 
 
