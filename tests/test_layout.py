@@ -125,3 +125,22 @@ def test_render_carries_the_chosen_layout(run_cli, tmp_path, model):
         assert f"--data-parallel-size {rec['decision']['data_parallel_size']}" in launch
     if rec["decision"]["enable_expert_parallel"]:
         assert "--enable-expert-parallel" in launch
+
+
+def test_rendered_files_ask_for_tp_times_dp_gpus(tmp_path):
+    from advisor.render.containers import render_compose, render_k8s
+    from advisor.render.files import render_files, summary_line
+    from advisor.render.multinode import layout
+    from advisor.render.target import make_target
+
+    d = Decision(tensor_parallel_size=2, data_parallel_size=4)
+    files = render_files("meta-llama/Llama-3.1-8B-Instruct", d, vllm_bin="/usr/bin/vllm")
+    assert "REQUIRED_GPUS=8" in files["launch.sh"]
+    target = make_target("meta-llama/Llama-3.1-8B-Instruct", d, resolve=False)
+    k8s = render_k8s(target, d, image="vllm/vllm-openai:v0.32.0")
+    assert '"nvidia.com/gpu": 8' in k8s["vllm-deployment.yaml"]
+    assert "count: 8" in render_compose(target, d, image="vllm/vllm-openai:v0.32.0")["compose.yaml"]
+    assert "TP 2 x DP 4" in summary_line(d)
+    assert layout(d, 8) is None
+    with pytest.raises(Exception, match="across nodes"):
+        layout(Decision(tensor_parallel_size=4, data_parallel_size=4), 8)
