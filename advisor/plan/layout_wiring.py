@@ -142,10 +142,11 @@ def search_trace(result: LayoutResult, query: LayoutQuery, policy: str) -> list[
              + (" x max_num_seqs" if any(x.max_num_seqs for x in result.ranked) else "")
              + f"), objective {query.objective}, suffix rules policy {policy}; chosen {c.label()}: "
              f"{f.throughput_tok_s.value:,.0f} tok/s host, TPOT {f.tpot_ms.value:.1f} ms, TTFT {f.ttft_ms.value:.0f} ms"]
-    for name in ("mtp", "suffix", "ngram"):
+    for name in ("none", "mtp", "suffix", "ngram"):
         best = next((x for x in result.ranked if x.method == name), None)
         if best is not None and best is not c:
-            lines.append(f"best {name} candidate {best.label()}: {why_lost(c, best, query.objective, query.output_len)}")
+            label = "plain-decoding" if name == "none" else name
+            lines.append(f"best {label} candidate {best.label()}: {why_lost(c, best, query.objective, query.output_len)}")
     return lines
 
 
