@@ -144,3 +144,9 @@ def test_rendered_files_ask_for_tp_times_dp_gpus(tmp_path):
     assert layout(d, 8) is None
     with pytest.raises(Exception, match="across nodes"):
         layout(Decision(tensor_parallel_size=4, data_parallel_size=4), 8)
+
+
+def test_unreachable_limit_recommends_the_best_that_boots_and_says_so(run_cli):
+    rec = _rec(run_cli, "meta-llama/Llama-3.1-70B-Instruct", "--concurrency", "64", "--max-ttft-ms", "1")
+    assert rec["prediction"]["ttft_ms"]["value"] > 1 and rec["memory"]["boots"]
+    assert any("no configuration meets the limits" in w and "TTFT" in w for w in rec["warnings"])

@@ -84,6 +84,8 @@ class LayoutResult(BaseModel):
     ranked: list[Candidate]
     """Eligible candidates, best first, then the ineligible ones."""
     searched: int
+    limits_missed: str | None = None
+    """Set when no candidate meets --max-tpot-ms / --max-ttft-ms: the chosen one is the best that boots."""
 
 
 def tp_reasons(p: ModelProfile, tp: int, *, ep: bool, group: int) -> list[str]:
@@ -183,13 +185,22 @@ def search(p: ModelProfile, gpu: GpuSpec, gpus: int, base: Decision, *, concurre
                 suffix_booted |= method == "suffix" and c.boots
                 cands.append(c)
     elig = [c for c in cands if c.eligible]
-    if not elig:
-        worst = "; ".join(sorted({c.why_not or "" for c in cands})[:3])
-        raise NoFeasibleLayout(f"no searched configuration boots and meets the limits on {gpus}x{gpu.name} ({worst})")
     key = _rank_key(query.objective, query.output_len)
+    missed = None
+    if not elig:
+        # Nothing meets --max-tpot-ms / --max-ttft-ms: recommend the best that boots (rules still
+        # apply) and say by how much it misses; nothing booting at all is an error.
+        near = [c for c in cands if c.figures is not None and (c.why_not or "").startswith(("TPOT ", "TTFT "))]
+        if not near:
+            worst = "; ".join(sorted({c.why_not or "" for c in cands})[:3])
+            raise NoFeasibleLayout(f"no searched configuration boots on {gpus}x{gpu.name} ({worst})")
+        best = min(near, key=key)
+        missed = f"no configuration meets the limits; the best one misses them: {best.why_not}"
+        best.eligible, best.why_not = True, None
+        elig = [best]
     elig.sort(key=key)
     rest = sorted((c for c in cands if not c.eligible), key=lambda c: (c.figures is None, key(c) if c.figures else 0))
-    return LayoutResult(chosen=elig[0], ranked=elig + rest, searched=len(cands))
+    return LayoutResult(chosen=elig[0], ranked=elig + rest, searched=len(cands), limits_missed=missed)
 
 
 def request_latency_ms(c: Candidate, output_len: int) -> float:

@@ -95,6 +95,8 @@ def apply_search(rec, profile: ModelProfile, rules, settings, query: LayoutQuery
     trace += search_trace(result, query, policy)
     trace.append(f"memory: {plan.reason}")
     warnings = [w for w in rec.warnings if "--data-parallel-size" not in w or c.layout.dp == 1]
+    if result.limits_missed:
+        warnings.append(f"layout search: {result.limits_missed}")
     return rec.model_copy(update={
         "decision": decision, "prediction": pred, "memory": plan.model_dump(mode="json", exclude={"alternative"}),
         "trace": trace, "warnings": warnings, "candidates": [candidate_json(x, c, query) for x in result.ranked],
