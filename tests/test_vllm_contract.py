@@ -79,6 +79,8 @@ def parsed(tmp_path_factory) -> dict[str, dict]:
         argv = _roundtrip(serve_argv(MODEL, decision))
         assert argv[:3] == ["vllm", "serve", MODEL]
         cases.append({"id": case_id, "argv": argv[2:]})
+    for case_id, decision in LAYOUT_CASES.items():
+        cases.append({"id": f"layout_{case_id}", "argv": _roundtrip(serve_argv(MODEL, decision))[2:]})
     # Negative cases: vLLM must reject these, or the contract above proves nothing.
     cases.append({"id": "bogus_flag", "argv": [MODEL, "--no-such-flag", "1"]})
     bad_spec = json.dumps({"method": "suffix", "num_speculative_tokens": 8, "suffix_decoding_min_token_prob": 2.0})
@@ -128,6 +130,14 @@ RENDERED: dict[str, Decision] = {
                            gpu_memory_utilization=0.85, env={"VLLM_PLUGINS": ""}),
     "vanilla_seqs": Decision(max_num_seqs=128, cudagraph_mode="PIECEWISE", env={"HF_TOKEN": "hf_x"}),
     "multinode_16_on_8": Decision(tensor_parallel_size=16, gpu_memory_utilization=0.85),  # TP 8 x PP 2 through Ray
+    "dp8_ep_mtp": Decision(data_parallel_size=8, enable_expert_parallel=True, speculative_method="mtp", num_speculative_tokens=1),
+}  # fmt: skip
+# Layouts and speculative methods of the layout search (issue 15), parsed by vLLM with their values checked.
+LAYOUT_CASES: dict[str, Decision] = {
+    "tp2_dp4": Decision(tensor_parallel_size=2, data_parallel_size=4),
+    "dp8_ep": Decision(data_parallel_size=8, enable_expert_parallel=True),
+    "ngram_k4": Decision(speculative_method="ngram", num_speculative_tokens=4, data_parallel_size=2),
+    "mtp_k1": Decision(speculative_method="mtp", num_speculative_tokens=1, tensor_parallel_size=8),
 }  # fmt: skip
 SERVED = "llama 70b (prod)"
 
@@ -219,3 +229,17 @@ def test_vllm_accepts_probe_configs(parsed: dict[str, dict]) -> None:
     over = probes["suffix:8@gmu=0.8@max_model_len=4096"]["values"]
     assert over["gpu_memory_utilization"] == pytest.approx(0.8)
     assert over["max_model_len"] == 4096
+
+
+@pytest.mark.parametrize("case_id", list(LAYOUT_CASES))
+def test_vllm_accepts_searched_layouts_and_methods(parsed: dict[str, dict], case_id: str) -> None:
+    d = LAYOUT_CASES[case_id]
+    result = parsed[f"layout_{case_id}"]
+    assert result["ok"], result["error"]
+    v = result["values"]
+    assert (v["tensor_parallel_size"], v["data_parallel_size"], v["enable_expert_parallel"]) == (
+        d.tensor_parallel_size, d.data_parallel_size, d.enable_expert_parallel)
+    assert v["speculative_config"] == d.speculative_config()
+    if d.speculative_method:
+        assert v["spec_validated"]["method"] == d.speculative_method
+        assert v["spec_validated"]["num_speculative_tokens"] == d.num_speculative_tokens

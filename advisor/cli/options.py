@@ -28,3 +28,8 @@ HTML = typer.Option(
     None, "--html", metavar="FILE",
     help="Also write the recommendation as a self-contained HTML report to FILE (what `advisor report` writes).",
 )  # fmt: skip
+OBJECTIVE = typer.Option("throughput", "--objective", help="What the layout search optimises: throughput (host output tok/s) or latency (shortest request: TTFT + output-len x TPOT).", rich_help_panel="Layout search")
+MAX_TPOT_MS = typer.Option(None, "--max-tpot-ms", min=0.001, help="Only configurations predicted at or under this time per output token (ms).", rich_help_panel="Layout search")
+MAX_TTFT_MS = typer.Option(None, "--max-ttft-ms", min=0.001, help="Only configurations predicted at or under this time to first token (ms).", rich_help_panel="Layout search")
+PROMPT_LEN = typer.Option(1024, "--prompt-len", min=1, help="Prompt tokens per request the figures are predicted for.", rich_help_panel="Layout search")
+OUTPUT_LEN = typer.Option(512, "--output-len", min=1, help="Output tokens per request the figures are predicted for.", rich_help_panel="Layout search")

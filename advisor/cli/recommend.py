@@ -13,7 +13,7 @@ from advisor.cli.common import JsonOpt, emit_json, model_arg, settings, table
 from advisor.errors import UsageError
 
 
-def build_recommendation(model, gpu, gpus, tp, corpus, tokenizer, concurrency, max_model_len, k, gmu):
+def build_recommendation(model, gpu, gpus, tp, corpus, tokenizer, concurrency, max_model_len, k, gmu, query=None):
     """Load everything a recommendation needs (I/O) and call the pure core."""
     from advisor.model.load import load_profile
     from advisor.plan.host import resolve_host
@@ -37,13 +37,18 @@ def build_recommendation(model, gpu, gpus, tp, corpus, tokenizer, concurrency, m
             workload = workload_for(corpus, concurrency, tokenizer or model, k or 32, on_progress=on_progress,
                                     allow_fallback=fallback)  # fmt: skip
     predict = make_predictor(s)
+    rules = load_rules(s.rules_dirs, facts=fact_names())
     rec = recommend(
-        profile, host, workload, load_rules(s.rules_dirs, facts=fact_names()),
+        profile, host, workload, rules,
         tensor_parallel_size=tp, max_model_len=max_model_len, num_speculative_tokens=k,
         gpu_memory_utilization=gmu, predictor=predict, planner=planner,
     )  # fmt: skip
     rec.warnings.extend(predict.skipped)
-    return rec
+    # --- issue 15: layout x speculative-method search (advisor.plan.layout); user flags stay fixed ---
+    from advisor.plan.layout import LayoutQuery
+    from advisor.plan.layout_wiring import apply_search
+
+    return apply_search(rec, profile, rules, s, query or LayoutQuery(), tp=tp, k=k)
 
 
 def _print(rec) -> None:
@@ -51,7 +56,7 @@ def _print(rec) -> None:
     import shlex
 
     d = rec.decision
-    spec = f"suffix, K={d.num_speculative_tokens}" if d.speculative_method else "off (plain decoding)"
+    spec = f"{d.speculative_method}, K={d.num_speculative_tokens}" if d.speculative_method else "off (plain decoding)"
     rows = [
         ("model", f"{rec.model['id']} ({rec.model['arch']}, {rec.model['params_total_b']:g}B, {rec.model['weights_dtype']}, {rec.model['family']})"),
         ("host", f"{rec.host.gpus}x{rec.host.gpu} ({rec.host.origin})"),
@@ -59,6 +64,7 @@ def _print(rec) -> None:
         ("speculative decoding", spec),
         ("gpu_memory_utilization", d.gpu_memory_utilization),
         ("tensor_parallel_size", d.tensor_parallel_size),
+        ("data_parallel_size", f"{d.data_parallel_size}" + (" (expert parallel)" if d.enable_expert_parallel else "")),
         ("max_model_len", d.max_model_len),
         ("cudagraph_mode", d.cudagraph_mode),
         ("DSA env", "on" if d.dsa_env else "off"),
@@ -78,6 +84,10 @@ def _print(rec) -> None:
         m = rec.memory
         rows.append(("memory", f"{'boots' if m['boots'] else 'DOES NOT BOOT'}: {m['kv_cache_tokens']:,} KV tokens, {m['max_concurrency_at_max_len']:.1f} requests at max_model_len"))
     print(table(rows, "Recommendation"))
+    from advisor.plan.layout_wiring import text_lines
+
+    for line in text_lines(rec):
+        print(line)
     print("\nLaunch:\n  " + " ".join(shlex.quote(a) for a in serve_argv(rec.model["id"], d)))
     if d.env:
         print("  env: " + " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(d.env.items())))
@@ -112,6 +122,8 @@ def recommend_cmd(
     probe: bool = o.PROBE, probe_duration: float = o.PROBE_DURATION, probe_requests: int = o.PROBE_REQUESTS,
     server_cmd: str = o.SERVER_CMD,
     html: Path = o.HTML,
+    objective: str = o.OBJECTIVE, max_tpot_ms: float = o.MAX_TPOT_MS, max_ttft_ms: float = o.MAX_TTFT_MS,
+    prompt_len: int = o.PROMPT_LEN, output_len: int = o.OUTPUT_LEN,
     json_out: bool = JsonOpt,
 ) -> None:  # fmt: skip
     """Recommend the fastest vLLM configuration for MODEL on this (or the given) GPU host, with reasons.
@@ -123,7 +135,8 @@ def recommend_cmd(
         from advisor.atomic import check_target
 
         check_target(html)
-    args = (model, gpu, gpus, tp, corpus, tokenizer, concurrency, max_model_len, k, gmu)
+    args = (model, gpu, gpus, tp, corpus, tokenizer, concurrency, max_model_len, k, gmu,
+            layout_query(objective, max_tpot_ms, max_ttft_ms, prompt_len, output_len))
     rec, probed = recommend_maybe_probe(args, probe, probe_duration, probe_requests, server_cmd, quiet=json_out)
     if html is not None:
         from advisor.cli.report import write_html
@@ -138,6 +151,16 @@ def recommend_cmd(
         if probed is not None:
             print(f"probed: campaign {probed['campaign_id']} ({', '.join(probed['summary'])}); recommending again\n")
         _print(rec)
+
+
+def layout_query(objective: str, max_tpot_ms, max_ttft_ms, prompt_len: int, output_len: int):
+    """The layout search's options (advisor.plan.layout.LayoutQuery), checked."""
+    from advisor.plan.layout import LayoutQuery
+
+    if objective not in ("throughput", "latency"):
+        raise UsageError(f"--objective {objective!r}: choose throughput or latency")
+    return LayoutQuery(objective=objective, max_tpot_ms=max_tpot_ms, max_ttft_ms=max_ttft_ms,
+                       prompt_len=prompt_len, output_len=output_len)  # fmt: skip
 
 
 def recommend_maybe_probe(args: tuple, probe: bool, duration: float, requests: int | None, server_cmd: str, *, quiet: bool):

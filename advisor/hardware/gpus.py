@@ -39,13 +39,12 @@ class GpuSpec(BaseModel):
 @lru_cache(maxsize=1)
 def gpu_table() -> dict[str, GpuSpec]:
     """All GPUs keyed by upper-cased name and aliases."""
-    import yaml
-
     from advisor.paths import data_path
+    from advisor.yamlfast import safe_load
 
     path = data_path("catalog") / "gpus.yaml"
     try:
-        raw = yaml.safe_load(path.read_text())
+        raw = safe_load(path.read_text())
         specs = [GpuSpec(**entry) for entry in raw["gpus"]]
     except Exception as exc:  # noqa: BLE001 - any failure here is a broken shipped file
         raise DataError(f"{path}: invalid GPU table: {exc}") from exc

@@ -97,10 +97,10 @@ def _from_catalog(model: str, roots: list[Path]) -> ResolvedConfig | None:
                 card = {}
                 card_path = cand / "card.yaml"
                 if card_path.is_file():
-                    import yaml
+                    from advisor.yamlfast import safe_load
 
                     try:
-                        card = yaml.safe_load(card_path.read_text(encoding="utf-8")) or {}
+                        card = safe_load(card_path.read_text(encoding="utf-8")) or {}
                     except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
                         raise ConfigError(f"{card_path}: cannot read the catalog card: {exc}") from None
                 canonical = f"{cand.parent.name}/{cand.name}"

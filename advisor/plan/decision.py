@@ -33,14 +33,21 @@ class Decision(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    speculative_method: Literal["suffix"] | None = None
-    """``"suffix"`` to enable suffix speculative decoding, None for plain decoding."""
+    speculative_method: Literal["suffix", "ngram", "mtp"] | None = None
+    """``"suffix"`` (suffix decoding), ``"ngram"`` (prompt lookup) or ``"mtp"`` (the checkpoint's own
+    multi-token-prediction layers; vLLM 0.32's name, vllm/config/speculative.py MTPModelTypes, where
+    ``deepseek_mtp`` is deprecated to ``mtp``), None for plain decoding."""
     num_speculative_tokens: int | None = Field(default=None, ge=1, le=64)
     """K: the most tokens drafted per step (only with a speculative method)."""
     gpu_memory_utilization: float = Field(default=0.90, gt=0.0, le=0.99)
     """Fraction of each GPU's memory vLLM may use (weights + activations + KV cache)."""
     tensor_parallel_size: int = Field(default=1, ge=1)
     """GPUs one replica is split over."""
+    data_parallel_size: int = Field(default=1, ge=1)
+    """Replicas in one server (``--data-parallel-size``); the server uses TP x DP GPUs."""
+    enable_expert_parallel: bool = False
+    """MoE only: experts spread over the TP x DP GPUs whole (``--enable-expert-parallel``) instead of
+    every expert split by tensor parallelism."""
     max_model_len: int = Field(default=16384, ge=16)
     """Longest prompt + output a request may have."""
     max_num_seqs: int | None = Field(default=None, ge=1)
@@ -62,7 +69,7 @@ class Decision(BaseModel):
                 "set speculative_method='suffix' or drop K"
             )
         if self.speculative_method is not None and self.num_speculative_tokens is None:
-            raise ValueError("speculative_method='suffix' needs num_speculative_tokens (e.g. 32)")
+            raise ValueError(f"speculative_method={self.speculative_method!r} needs num_speculative_tokens (e.g. 32)")
         return self
 
     def speculative_config(self) -> dict | None:
@@ -70,6 +77,8 @@ class Decision(BaseModel):
         if self.speculative_method is None:
             return None
         cfg: dict = {"method": self.speculative_method, "num_speculative_tokens": self.num_speculative_tokens}
+        if self.speculative_method != "suffix":
+            return cfg
         defaults = SuffixParams()
         for name in SuffixParams.model_fields:
             value = getattr(self.suffix, name)

@@ -49,6 +49,9 @@ class Recommendation(BaseModel):
     """Host DSA work-queue state the evidence was measured at: enabled / disabled / either."""
     probe_plan: dict | None = None
     """When the prediction is unsure: the ``advisor probe`` campaign that settles it (advisor.plan.probe_plan)."""
+    candidates: list[dict] = Field(default_factory=list)
+    """Layout search (issue 15, advisor.plan.layout_wiring): every searched layout x speculative method,
+    best first, with predicted figures and why each lost."""
 
 
 def corpus_kind(workload: Workload) -> str:

@@ -81,7 +81,7 @@ def render_k8s(target: Target, decision: Decision, *, version: str = "0.32", ima
     lay = multinode.layout(decision, gpus_per_node or multinode.DEFAULT_GPUS_PER_NODE)
     if lay is not None:
         decision, target = multinode.apply(decision, target, lay)
-    ctx = {**_context(target, decision, major_minor, image=image, gpu=gpu, gpus=decision.tensor_parallel_size),
+    ctx = {**_context(target, decision, major_minor, image=image, gpu=gpu, gpus=decision.tensor_parallel_size * decision.data_parallel_size),
            "cache_size": cache_size(weight_bytes)}  # fmt: skip
     names = ("vllm-secret.yaml", "vllm-deployment.yaml")
     if lay is not None:
@@ -95,5 +95,5 @@ def render_k8s(target: Target, decision: Decision, *, version: str = "0.32", ima
 def render_compose(target: Target, decision: Decision, *, version: str = "0.32", image: str, gpu: str | None = None) -> dict[str, str]:
     """compose.yaml (0600: its environment holds the env, secrets included)."""
     major_minor = _check_version(version)
-    ctx = _context(target, decision, major_minor, image=image, gpu=gpu, gpus=decision.tensor_parallel_size)
+    ctx = _context(target, decision, major_minor, image=image, gpu=gpu, gpus=decision.tensor_parallel_size * decision.data_parallel_size)
     return {"compose.yaml": _env(major_minor).get_template("compose.yaml.j2").render(**ctx)}

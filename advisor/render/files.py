@@ -64,8 +64,10 @@ def _environment(version: str):
 
 def summary_line(decision: Decision) -> str:
     d = decision
-    spec = f"suffix K={d.num_speculative_tokens}" if d.speculative_method else "no speculation"
-    return (f"{spec}, gmu {d.gpu_memory_utilization:g}, TP {d.tensor_parallel_size}, "
+    spec = f"{d.speculative_method} K={d.num_speculative_tokens}" if d.speculative_method else "no speculation"
+    par = f"TP {d.tensor_parallel_size}" + (f" x DP {d.data_parallel_size}" if d.data_parallel_size > 1 else "")
+    par += " + EP" if d.enable_expert_parallel else ""
+    return (f"{spec}, gmu {d.gpu_memory_utilization:g}, {par}, "
             f"max_model_len {d.max_model_len}, cudagraph {d.cudagraph_mode}")  # fmt: skip
 
 
@@ -77,7 +79,7 @@ def base_context(target: Target, decision: Decision, version: str) -> dict:
         "model_comment": quoting.comment(target.model),
         "decision_summary_comment": quoting.comment(summary_line(decision)),
         "description": f"vLLM {version} serving {target.model}",
-        "required_gpus": int(decision.tensor_parallel_size),
+        "required_gpus": int(decision.tensor_parallel_size * decision.data_parallel_size),
         "needs_arctic": decision.speculative_method == "suffix",
         "target": target,
     }

@@ -52,6 +52,10 @@ def serve_flags(decision: Decision, version: str = "0.32") -> list[str]:
         "--gpu-memory-utilization", f"{d.gpu_memory_utilization:g}",
         "--max-model-len", str(d.max_model_len),
     ]  # fmt: skip
+    if d.data_parallel_size > 1:
+        flags += ["--data-parallel-size", str(d.data_parallel_size)]
+    if d.enable_expert_parallel:
+        flags += ["--enable-expert-parallel"]
     if d.max_num_seqs is not None:
         flags += ["--max-num-seqs", str(d.max_num_seqs)]
     compilation = {"cudagraph_mode": d.cudagraph_mode}

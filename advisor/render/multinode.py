@@ -41,6 +41,15 @@ class Layout(BaseModel):
 def layout(decision: Decision, gpus_per_node: int = DEFAULT_GPUS_PER_NODE) -> Layout | None:
     """None when the replica fits one node; else TP = GPUs per node, PP = nodes."""
     total = decision.tensor_parallel_size
+    if decision.data_parallel_size > 1:
+        gpus = total * decision.data_parallel_size
+        if gpus <= gpus_per_node:
+            return None
+        raise UsageError(
+            f"TP {total} x DP {decision.data_parallel_size} needs {gpus} GPUs, more than a node of {gpus_per_node}: "
+            "data-parallel replicas across nodes are not rendered; render one server per node (--gpus "
+            f"{gpus_per_node}) or pass --tp"
+        )
     if total <= gpus_per_node:
         return None
     if total % gpus_per_node:

@@ -12,8 +12,10 @@ def _load_file(path: Path) -> list[Rule]:
     import yaml
     from pydantic import ValidationError
 
+    from advisor.yamlfast import safe_load
+
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+        raw = safe_load(path.read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError) as exc:
         raise DataError(f"rules file {path}: cannot read: {exc}") from None
     except UnicodeDecodeError as exc:

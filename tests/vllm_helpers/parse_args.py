@@ -66,12 +66,30 @@ def check(argv: list[str]) -> dict:
         "cudagraph_mode": comp.cudagraph_mode.name if comp.cudagraph_mode is not None else None,
         "speculative_config": _jsonable(engine.speculative_config),
         "pipeline_parallel_size": engine.pipeline_parallel_size,
+        "data_parallel_size": engine.data_parallel_size,
+        "enable_expert_parallel": engine.enable_expert_parallel,
         "distributed_executor_backend": _jsonable(engine.distributed_executor_backend),
         "host": getattr(args, "host", None),
         "port": getattr(args, "port", None),
         "served_model_name": _jsonable(getattr(args, "served_model_name", None)),
     }
-    if engine.speculative_config is not None:
+    if engine.speculative_config is not None and engine.speculative_config.get("method") == "mtp":
+        # SpeculativeConfig builds an MTP draft from the target model's config (num_nextn_predict_layers),
+        # which needs the model: check the method name against vLLM's own Literal instead.
+        from typing import get_args
+
+        from vllm.config.speculative import SpeculativeMethod
+
+        def _names(t):
+            out = set()
+            for a in get_args(t):
+                out |= _names(a) if get_args(a) else {a}
+            return out
+
+        if "mtp" not in _names(SpeculativeMethod):
+            return {"ok": False, "error": ["mtp is not a SpeculativeMethod of this vLLM"]}
+        values["spec_validated"] = {"method": "mtp", "num_speculative_tokens": engine.speculative_config["num_speculative_tokens"]}
+    elif engine.speculative_config is not None:
         # Same object vLLM builds in create_speculative_config, minus the target model (none here).
         spec = SpeculativeConfig(**engine.speculative_config)
         values["spec_validated"] = {

@@ -1,0 +1,180 @@
+"""Hook the layout search (advisor.plan.layout) into a Recommendation: one call, after
+:func:`advisor.plan.recommend.recommend`, from the CLI adapter. Loads nothing itself: the probe
+records and cache dir come from the caller (settings are I/O)."""
+
+from __future__ import annotations
+
+from advisor.hardware.gpus import get_gpu
+from advisor.model.schema import ModelProfile
+from advisor.plan.decision import Decision
+from advisor.plan.layout import Candidate, LayoutQuery, LayoutResult, search, why_lost
+from advisor.predict.absolute import Band
+
+SHOWN = 3
+"""Runners-up shown in text (``--json`` carries every candidate)."""
+
+
+def _records(settings):
+    from advisor.store import store_path
+
+    if not store_path(settings).is_file():
+        return None
+    from advisor.store import open_store
+
+    with open_store(settings) as store:
+        return [r for r in store.list_records() if r.outcome == "ok"] or None
+
+
+def apply_search(rec, profile: ModelProfile, rules, settings, query: LayoutQuery, *, tp: int | None, k: int | None):
+    """The recommendation with its decision, prediction and memory replaced by the search's winner."""
+    from advisor.plan.memory import plan_memory
+    from advisor.plan.recommend import build_facts
+    from advisor.predict.api import predict
+    from advisor.rules.engine import apply_rules
+
+    host, workload = rec.host, rec.workload
+    gpu = get_gpu(host.gpu)
+    policy = apply_rules(rules, build_facts(profile, host, workload)).speculation
+    measured = (rec.prediction or {}).get("measured")
+    if measured and policy not in ("required", "forbidden"):
+        # A probe on this host outranks the prediction (advisor.plan.recommend._speculate): it fixes
+        # suffix on or off; the layout and the other methods are still searched.
+        policy = "required" if measured["gain"] > 1.0 else "forbidden"
+    records, cache_dir = _records(settings), settings.data_dir / "cache"
+    state = None if host.dsa_enabled is None else ("ON" if host.dsa_enabled else "OFF")
+    preds: dict[tuple, object] = {}
+
+    def _predict(tp_: int, n: int, k_: int):
+        key = (tp_, n, k_)
+        if key not in preds:
+            preds[key] = predict(profile, gpu, tp_, workload.model_copy(update={"concurrency": n}), host_state=state, k=k_,
+                                 records=records, cache_dir=cache_dir)  # fmt: skip
+        return preds[key]
+
+    def suffix_gain(tp_: int, n: int, k_: int):
+        pr = _predict(tp_, n, k_)
+        return None if pr is None else (Band(value=pr.gain, low=pr.gain_low, high=pr.gain_high), pr.p_win, pr.k_bar)
+
+    from advisor.plan import memory as mem
+
+    def planner(prof: ModelProfile, d: Decision):
+        # The planner's arithmetic without its alternative search and minimum-GPU scan (speed: one
+        # call per candidate); the chosen candidate gets the full plan_memory below.
+        core = mem._core(prof, gpu, d, mem.t.DEFAULT_BLOCK_SIZE)
+        ok, why = mem._boots(core, gpu, d.gpu_memory_utilization, d.tensor_parallel_size)
+        return ok, core["blocks"] * mem.t.DEFAULT_BLOCK_SIZE if ok else 0, why
+
+    base = rec.decision.model_copy(update={"speculative_method": None, "num_speculative_tokens": None})
+    k_rules = rec.decision.num_speculative_tokens or 32
+    from advisor.plan.layout import NoFeasibleLayout
+
+    try:
+        result = search(profile, gpu, host.gpus, base, concurrency=workload.concurrency, query=query, policy=policy,
+                        suffix_gain=suffix_gain, planner=planner, tp_fixed=tp, k_fixed=k, k_rules=k_rules)  # fmt: skip
+    except NoFeasibleLayout as err:  # keep the rules' decision and its memory verdict; say why nothing was chosen
+        return rec.model_copy(update={"warnings": [*rec.warnings, f"layout search: {err}"],
+                                      "trace": [*rec.trace, f"layout search: {err}; the decision above is kept"]})  # fmt: skip
+    c = result.chosen
+    decision = decision_of(base, c)
+    from advisor.plan.layout import replica_profile
+
+    plan = plan_memory(replica_profile(profile, c.layout, c.method), gpu, decision, num_gpus=c.layout.tp, search=False)
+    pred = dict(rec.prediction or {})
+    n = c.figures.running_per_replica
+    sp = _predict(c.layout.tp, n, min(c.k or k_rules, 12) if c.method == "suffix" else min(k_rules, 12))
+    if sp is not None:
+        pred.update(sp.model_dump(mode="json"))
+        pred["measured"] = (rec.prediction or {}).get("measured")
+    pred.update(absolute_prediction(c, query))
+    trace = [t for t in rec.trace if not t.startswith("memory:")]
+    old = rec.decision.tensor_parallel_size
+    if rec.prediction and (old, workload.concurrency) != (c.layout.tp, n):
+        trace.append(f"the P(win) above is at TP {old} and {workload.concurrency} sequences; the layout search predicts each "
+                     f"candidate at its own TP and per-replica concurrency (chosen: TP {c.layout.tp}, {n} running per replica"
+                     + (f", suffix P(win)={sp.p_win:.2f})" if sp is not None else ")"))
+    trace += search_trace(result, query, policy)
+    trace.append(f"memory: {plan.reason}")
+    warnings = [w for w in rec.warnings if "--data-parallel-size" not in w or c.layout.dp == 1]
+    if result.limits_missed:
+        warnings.append(f"layout search: {result.limits_missed}")
+    return rec.model_copy(update={
+        "decision": decision, "prediction": pred, "memory": plan.model_dump(mode="json", exclude={"alternative"}),
+        "trace": trace, "warnings": warnings, "candidates": [candidate_json(x, c, query) for x in result.ranked],
+    })  # fmt: skip
+
+
+def decision_of(base: Decision, c: Candidate) -> Decision:
+    return base.model_copy(update={
+        "tensor_parallel_size": c.layout.tp, "data_parallel_size": c.layout.dp, "enable_expert_parallel": c.layout.ep,
+        "speculative_method": None if c.method == "none" else c.method, "num_speculative_tokens": c.k,
+        "max_num_seqs": c.max_num_seqs,
+    })  # fmt: skip
+
+
+def absolute_prediction(c: Candidate, query: LayoutQuery) -> dict:
+    f = c.figures
+    return {
+        "throughput_tok_s": f.throughput_tok_s.model_dump(), "tpot_ms": f.tpot_ms.model_dump(), "ttft_ms": f.ttft_ms.model_dump(),
+        "step_ms": f.step_ms.model_dump(), "prefill_ms": f.prefill_ms.model_dump(),
+        "speculative_gain": f.gain.model_dump() if f.gain else None,
+        "running_per_replica": f.running_per_replica, "waiting_per_replica": f.waiting_per_replica,
+        "layout": c.layout.label(), "method": c.method, "objective": query.objective,
+        "prompt_len": query.prompt_len, "output_len": query.output_len, "figure_notes": f.notes,
+    }  # fmt: skip
+
+
+def candidate_json(c: Candidate, winner: Candidate, query: LayoutQuery) -> dict:
+    out = {
+        "label": c.label(), "tensor_parallel_size": c.layout.tp, "data_parallel_size": c.layout.dp,
+        "enable_expert_parallel": c.layout.ep, "speculative_method": None if c.method == "none" else c.method,
+        "num_speculative_tokens": c.k, "max_num_seqs": c.max_num_seqs, "boots": c.boots, "kv_cache_tokens": c.kv_cache_tokens,
+        "eligible": c.eligible, "why_not": c.why_not, "p_win": c.p_win, "chosen": c is winner,
+    }  # fmt: skip
+    if c.figures is not None:
+        out["prediction"] = absolute_prediction(c, query)
+        if c is not winner:
+            out["why_lost"] = why_lost(winner, c, query.objective, query.output_len)
+    return out
+
+
+def search_trace(result: LayoutResult, query: LayoutQuery, policy: str) -> list[str]:
+    c = result.chosen
+    f = c.figures
+    lines = [f"layout search: {result.searched} candidates (TP x DP x EP x none/suffix/ngram/MTP"
+             + (" x max_num_seqs" if any(x.max_num_seqs for x in result.ranked) else "")
+             + f"), objective {query.objective}, suffix rules policy {policy}; chosen {c.label()}: "
+             f"{f.throughput_tok_s.value:,.0f} tok/s host, TPOT {f.tpot_ms.value:.1f} ms, TTFT {f.ttft_ms.value:.0f} ms"]
+    for name in ("none", "mtp", "suffix", "ngram"):
+        best = next((x for x in result.ranked if x.method == name), None)
+        if best is not None and best is not c:
+            label = "plain-decoding" if name == "none" else name
+            lines.append(f"best {label} candidate {best.label()}: {why_lost(c, best, query.objective, query.output_len)}")
+    return lines
+
+
+def text_lines(rec) -> list[str]:
+    """The plain-text block: chosen figures, the next best three, and the labelled terms."""
+    p = rec.prediction or {}
+    if "throughput_tok_s" not in p:
+        return []
+    fmt = lambda b, d=0: f"{b['value']:,.{d}f} [{b['low']:,.{d}f}, {b['high']:,.{d}f}]"  # noqa: E731
+    lines = [f"Predicted ({p['layout']}, {p['method']}; prompt {p['prompt_len']}, output {p['output_len']} tokens):",
+             f"  host output throughput {fmt(p['throughput_tok_s'])} tok/s",
+             f"  TPOT {fmt(p['tpot_ms'], 1)} ms   TTFT {fmt(p['ttft_ms'])} ms",
+             f"  decode step {fmt(p['step_ms'], 2)} ms at {p['running_per_replica']} running/replica, "
+             f"prefill {fmt(p['prefill_ms'], 1)} ms per prompt"]
+    if p.get("speculative_gain"):
+        lines.append(f"  speculative gain x{fmt(p['speculative_gain'], 2)}")
+    lines.append("  intervals: step ±10% and prefill ±25% (ASSUMED bands; plain step MEASURED within 1% on H200 TP 1), "
+                 "times the predictor's 90% gain interval for speculative methods")
+    for n in p.get("figure_notes", []):
+        lines.append(f"  term: {n}")
+    runners = [c for c in rec.candidates if not c.get("chosen")][:SHOWN]
+    if runners:
+        lines.append("Next best:")
+        for c in runners:
+            q = c.get("prediction")
+            figs = (f"{q['throughput_tok_s']['value']:,.0f} tok/s, TPOT {q['tpot_ms']['value']:.1f} ms, "
+                    f"TTFT {q['ttft_ms']['value']:.0f} ms") if q else "no figures"
+            lines.append(f"  {c['label']}: {figs} — lost: {c.get('why_lost') or c.get('why_not')}")
+    return lines

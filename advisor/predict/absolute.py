@@ -1,0 +1,235 @@
+"""Absolute serving figures for one layout: decode step, prefill, host tok/s, TPOT and TTFT.
+
+Built on the step-cost model (:mod:`advisor.predict.stepcost`): a decode step of the replica's
+running sequences, and a prefill of one prompt from its FLOPs (the same roofline at
+``tokens_per_seq = prompt_len``). Those two times give a steady-state serving cycle per replica:
+
+    n sequences run; each emits ``output_len`` tokens in ``output_len / g`` steps (g tokens per
+    sequence per step: 1 plain, the speculative gain otherwise), and the n requests that replace
+    them are prefilled in the same cycle, stalling decode (chunked prefill shares steps, but the
+    prefill FLOPs still take the GPU):
+
+    T = output_len x t_step / g + n x t_prefill_marginal
+    host tok/s = DP x n x output_len / T;   TPOT = T / output_len
+    TTFT = t_prefill + t_step + (c - n) / n x T       (c requests per replica, n of them running)
+
+``t_prefill_marginal`` is a prompt's FLOPs and all-reduces only (its prefill shares decode steps'
+weight reads); ``t_prefill`` is a whole step of it (what the request waits for).
+
+Everything here is a pure function of (ModelProfile, GpuSpec, layout, shapes). Terms that are not
+the validated step-cost model are labelled: ASSUMED (not measured) or MEASURED / FITTED (with the
+file they come from). Units: seconds, tokens.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from advisor.hardware.gpus import GpuSpec
+from advisor.model.schema import ModelProfile
+from advisor.predict import stepcost as sc
+
+STEP_BAND = 0.10
+"""ASSUMED ± share on a decode step time. The plain step is within 1 % of real vLLM 0.26.0 on one
+H200 for Llama-3.1-8B at TP 1 (calibration/gpu_steps/h200-vllm0.26.0/grid.jsonl); other models,
+TP sizes and GPUs are unmeasured, so the band is kept at 10 %."""
+PREFILL_BAND = 0.25
+"""ASSUMED ± share on a prefill time (FLOP efficiency 0.64 is measured for GEMMs of hundreds to a
+thousand rows, not for vLLM's prefill attention kernels or chunking)."""
+TP_STEP_SYNC_S = 0.3e-3
+"""ASSUMED per-step cost of a TP group over one GPU: vLLM V1's MultiprocExecutor broadcasts every
+SchedulerOutput to the TP workers through a shared-memory queue and waits for rank 0's output
+(vllm/v1/executor/multiproc_executor.py); not in the single-GPU grid, not measured."""
+A2A_LATENCY_S = 20e-6
+"""ASSUMED latency of one expert-parallel all-to-all (dispatch or combine) inside one NVLink node."""
+MTP_ACCEPT = (0.80, 0.875, 0.90)
+"""(low, mid, high) acceptance of one MTP draft token. DeepSeek-V3 technical report §5.4.3
+(arXiv 2412.19437): "the acceptance rate of the second token prediction ranges between 85% and
+90%"; the low end widened to 0.80 (ASSUMED) for traffic unlike theirs."""
+NGRAM_SHARE = (0.25, 0.50, 0.75)
+"""ASSUMED (low, mid, high) share of suffix decoding's extra tokens per step that n-gram prompt
+lookup reaches on the same traffic: it matches only the request's own prompt and output, suffix
+decoding also the global tree of earlier responses. Never measured here."""
+REJECTION_S = 0.1e-3
+"""ASSUMED cost of the rejection sampler per speculative step for GPU-drafted methods (MTP)."""
+
+
+class Band(BaseModel):
+    """A figure with its interval."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    value: float
+    low: float
+    high: float
+
+
+class ReplicaLayout(BaseModel):
+    """How the host's GPUs are split: DP replicas of TP GPUs, experts optionally spread (EP)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    tp: int = Field(ge=1)
+    dp: int = Field(default=1, ge=1)
+    ep: bool = False
+
+    @property
+    def gpus(self) -> int:
+        return self.tp * self.dp
+
+    def label(self) -> str:
+        out = f"TP {self.tp}" + (f" x DP {self.dp}" if self.dp > 1 else "")
+        return out + (" + EP" if self.ep else "")
+
+
+def _per_expert_bytes(p: ModelProfile) -> float:
+    if not (p.arch == "moe" and p.experts and p.moe_layers):
+        return 0.0
+    return p.expert_params_b * 1e9 * sc.bytes_per_param(p) / (p.moe_layers * p.experts)
+
+
+def _moe_shared(p: ModelProfile, lay: ReplicaLayout, tokens_rank: float) -> tuple[float, float, float]:
+    """(extra bytes, extra FLOPs, bytes each collective moves) per GPU when the MoE layers of DP ranks work
+    together (vLLM: with DP > 1 the expert layers form one group of TP x DP GPUs, EP or not), against
+    the step-cost model's independent TP replica. Expert weights: each GPU holds 1/(TP x DP) of them
+    and serves every rank's tokens."""
+    per = _per_expert_bytes(p)
+    if not per or (lay.dp == 1 and not lay.ep):
+        return 0.0, 0.0, 0.0
+    k, e = p.experts_per_token, p.experts
+    total = tokens_rank * lay.dp
+    tp_bytes = p.moe_layers * sc.experts_touched(e, k, tokens_rank) * per / lay.tp
+    grp_bytes = p.moe_layers * sc.experts_touched(e, k, total) * per / lay.gpus
+    bpp = max(sc.bytes_per_param(p), 1e-9)
+    # Routed-expert FLOPs: the step-cost model already charges the rank's own tokens over TP.
+    flops_tp = 2.0 * tokens_rank * k * (per / bpp) * p.moe_layers / lay.tp
+    flops_grp = 2.0 * total * k * (per / bpp) * p.moe_layers / lay.gpus
+    msg = tokens_rank * k * p.hidden_size * 2 / max(lay.tp, 1)
+    return grp_bytes - tp_bytes, flops_grp - flops_tp, msg
+
+
+def decode_step(p: ModelProfile, gpu: GpuSpec, lay: ReplicaLayout, seqs: int, context: float, *,
+                tokens_per_seq: float = 1.0, spec: bool = False, draft_share: float = 0.6, k: int = 32) -> tuple[float, list[str]]:
+    """Seconds of one step of a replica running ``seqs`` sequences (per GPU), and the labelled terms added."""
+    c = sc.step_cost(p, gpu, lay.tp, sc.StepShape(seqs=max(1, seqs), tokens_per_seq=max(1.0, tokens_per_seq),
+                                                  context=context, spec=spec, draft_share=draft_share, k=k))  # fmt: skip
+    total, notes = c.total, []
+    if lay.tp > 1:
+        total += TP_STEP_SYNC_S
+        notes.append(f"TP step sync {TP_STEP_SYNC_S * 1e3:.1f} ms (ASSUMED)")
+    dbytes, dflops, msg = _moe_shared(p, lay, c.tokens)
+    if dbytes or dflops or msg:
+        bw = gpu.bandwidth_tbs * 1e12 * sc.WEIGHT_MEM_EFFICIENCY
+        t_mem = c.t_memory + dbytes / bw
+        t_cmp = c.t_compute + dflops / sc.peak_flops(p, gpu)
+        total += max(t_mem, t_cmp) - max(c.t_memory, c.t_compute)
+        one_way = gpu.interconnect_gbs * 1e9 / 2
+        a2a = 2 * p.moe_layers * (A2A_LATENCY_S + msg / one_way)
+        total += a2a
+        notes.append(f"{'EP all-to-all' if lay.ep else 'DP expert-group collectives'} {a2a * 1e3:.1f} ms (ASSUMED latency "
+                     f"{A2A_LATENCY_S * 1e6:.0f} us each)")
+    return total, notes
+
+
+def prefill_time(p: ModelProfile, gpu: GpuSpec, lay: ReplicaLayout, prompt_len: int) -> float:
+    """Seconds to prefill one prompt on one replica: the step-cost roofline at prompt_len query tokens
+    over a causal mean context of prompt_len / 2 (compute-bound: FLOPs / measured GEMM efficiency)."""
+    c = sc.step_cost(p, gpu, lay.tp, sc.StepShape(seqs=1, tokens_per_seq=max(1, prompt_len), context=prompt_len / 2))
+    return c.total + (TP_STEP_SYNC_S if lay.tp > 1 else 0.0)
+
+
+def prefill_marginal(p: ModelProfile, gpu: GpuSpec, lay: ReplicaLayout, prompt_len: int) -> float:
+    """Seconds a prompt adds to the replica's work when its prefill rides in decode steps (chunked
+    prefill: the weight reads, fixed step cost and launches are paid by the decode step anyway), so
+    only its FLOPs and its all-reduces count. Checked against the H200 grid's prefill (docs/layout.md)."""
+    c = sc.step_cost(p, gpu, lay.tp, sc.StepShape(seqs=1, tokens_per_seq=max(1, prompt_len), context=prompt_len / 2))
+    return c.t_compute + c.t_allreduce
+
+
+def mtp_gain(p: ModelProfile, gpu: GpuSpec, lay: ReplicaLayout, seqs: int, context: float, k: int = 1) -> tuple[Band, float, list[str]]:
+    """Throughput gain of MTP with ``k`` drafts over plain decoding, and R. Drafting runs on the GPU
+    (one MTP layer forward per draft token: 1/num_layers of the main step's roofline, ASSUMED), so
+    the suffix-step CPU costs do not apply; the verification step is the main model at 1 + k tokens."""
+    plain, _ = decode_step(p, gpu, lay, seqs, context)
+    verify, _ = decode_step(p, gpu, lay, seqs, context, tokens_per_seq=1 + k, draft_share=1.0, k=k)
+    c = sc.step_cost(p, gpu, lay.tp, sc.StepShape(seqs=max(1, seqs), tokens_per_seq=1, context=context))
+    draft = k * (c.t_roofline / max(p.num_layers, 1) + sc.LAYER_LAUNCH_S["full"] * 4) + REJECTION_S
+    r = (verify + draft) / plain
+    lo, mid, hi = (sum(a ** i for i in range(1, k + 1)) for a in MTP_ACCEPT)
+    band = Band(value=(1 + mid) / r, low=(1 + lo) / r, high=(1 + hi) / r)
+    notes = [f"MTP acceptance {MTP_ACCEPT[1]:.2f} [{MTP_ACCEPT[0]:.2f}, {MTP_ACCEPT[2]:.2f}] per draft (DeepSeek-V3 report; low end ASSUMED)",
+             f"MTP draft forward {draft * 1e3:.2f} ms per step (ASSUMED: one layer's share of the roofline + rejection sampler)"]
+    return band, r, notes
+
+
+def ngram_gain(p: ModelProfile, gpu: GpuSpec, lay: ReplicaLayout, seqs: int, context: float, k: int, suffix_kbar: float) -> tuple[Band, float, list[str]]:
+    """Throughput gain of n-gram prompt lookup with ``k`` drafts: tokens per step ASSUMED to be a share
+    of suffix decoding's (NGRAM_SHARE) on the same traffic, verified in a step that pays the suffix
+    step's MEASURED CPU-side costs (both propose on the CPU between steps)."""
+    extra = max(0.0, min(suffix_kbar, 1 + k) - 1)
+    lo, mid, hi = (1 + s * extra for s in NGRAM_SHARE)
+    drafted = max(1.0, mid - 1)
+    plain, _ = decode_step(p, gpu, lay, seqs, context)
+    verify, _ = decode_step(p, gpu, lay, seqs, context, tokens_per_seq=1 + min(k, drafted * 1.5), spec=True, k=k)
+    r = verify / plain
+    band = Band(value=mid / r, low=lo / r, high=hi / r)
+    notes = [f"n-gram tokens/step {mid:.2f} [{lo:.2f}, {hi:.2f}] = {NGRAM_SHARE[1]:.2f} of suffix's extra tokens (ASSUMED)"]
+    return band, r, notes
+
+
+class ServingFigures(BaseModel):
+    """Predicted steady-state figures of one candidate on the whole host."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    throughput_tok_s: Band
+    """Output tokens per second over every replica."""
+    tpot_ms: Band
+    """Time per output token one user sees."""
+    ttft_ms: Band
+    """Time to first token (prefill + one step + waiting for a slot)."""
+    step_ms: Band
+    """One plain decode step of a replica at its running sequences."""
+    prefill_ms: Band
+    """Prefill of one prompt on one replica."""
+    running_per_replica: int
+    """Sequences a replica runs at once (concurrency / DP, capped by max_num_seqs and the KV cache)."""
+    waiting_per_replica: float
+    """Requests per replica waiting for a slot."""
+    gain: Band | None = None
+    """Speculative tokens-per-time gain over plain decoding (None: plain)."""
+    notes: list[str] = Field(default_factory=list)
+    """Labelled terms (ASSUMED / MEASURED / FITTED) behind these figures."""
+
+
+def serve(p: ModelProfile, gpu: GpuSpec, lay: ReplicaLayout, *, concurrency: int, prompt_len: int, output_len: int,
+          slots: int, gain: Band | None = None, notes: list[str] | None = None) -> ServingFigures:
+    """The cycle model of the module docstring, at mid, fast (low times, high gain) and slow ends."""
+    per_replica = max(1, -(-concurrency // lay.dp))
+    n = max(1, min(per_replica, slots))
+    context = prompt_len + output_len / 2
+    t_step, step_notes = decode_step(p, gpu, lay, n, context)
+    t_pf = prefill_time(p, gpu, lay, prompt_len)
+    t_pm = prefill_marginal(p, gpu, lay, prompt_len)
+    g = gain or Band(value=1.0, low=1.0, high=1.0)
+    wait = (per_replica - n) / n
+
+    def cycle(ts: float, tp: float, tm: float, gg: float) -> tuple[float, float, float]:
+        t = output_len * ts / gg + n * tm
+        return lay.dp * n * output_len / t, t / output_len, tp + ts + wait * t
+
+    lo, hi = 1 - PREFILL_BAND, 1 + PREFILL_BAND
+    mid = cycle(t_step, t_pf, t_pm, g.value)
+    fast = cycle(t_step * (1 - STEP_BAND), t_pf * lo, t_pm * lo, g.high)
+    slow = cycle(t_step * (1 + STEP_BAND), t_pf * hi, t_pm * hi, g.low)
+    r = lambda x, d=1: round(x, d)  # noqa: E731
+    return ServingFigures(
+        throughput_tok_s=Band(value=r(mid[0], 0), low=r(slow[0], 0), high=r(fast[0], 0)),
+        tpot_ms=Band(value=r(mid[1] * 1e3, 2), low=r(fast[1] * 1e3, 2), high=r(slow[1] * 1e3, 2)),
+        ttft_ms=Band(value=r(mid[2] * 1e3), low=r(fast[2] * 1e3), high=r(slow[2] * 1e3)),
+        step_ms=Band(value=r(t_step * 1e3, 3), low=r(t_step * (1 - STEP_BAND) * 1e3, 3), high=r(t_step * (1 + STEP_BAND) * 1e3, 3)),
+        prefill_ms=Band(value=r(t_pf * 1e3, 2), low=r(t_pf * (1 - PREFILL_BAND) * 1e3, 2), high=r(t_pf * (1 + PREFILL_BAND) * 1e3, 2)),
+        running_per_replica=n, waiting_per_replica=round(max(0, per_replica - n), 1), gain=gain,
+        notes=step_notes + list(notes or []) + [
+            "prefill: FLOPs at the GEMM efficiency MEASURED on the H200 (0.64); the grid's prefill is 9-20% faster"],
+    )  # fmt: skip
