@@ -102,7 +102,8 @@ def test_page_shows_what_recommend_decides(reports, case):
     for line in rec["warnings"] + rec["trace"]:
         assert line in text
     assert re.search(r"fingerprint</th><td>[0-9a-f]{64}<", text)
-    assert 'id="layout"' not in text  # no layout search in this recommendation: the section is left out
+    # the layout search's candidates are drawn when the recommendation carries them
+    assert ('id="layout"' in text) == bool(rec.get("candidates"))
     if rec["prediction"]:
         assert f"x{rec['prediction']['gain']:.2f}" in text
     # the seed sweep: 70 rows with the host's DSA queues OFF (the ON column has 63 measured pairs)
@@ -202,7 +203,14 @@ def test_report_probe_draws_this_hosts_measurement(tmp_path, monkeypatch, capsys
 
     from advisor.hardware.host import collect_host
 
+    from tests.test_host_collect import H200_QUERY, fake_nvidia_smi
+
     fake = Path(__file__).resolve().parent / "vllm_helpers" / "fake_vllm.py"
+    # report and the probe see one "8 x H200" host: GPU-less probes are not fitted (measurement scope)
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    fake_nvidia_smi(bindir, "".join(H200_QUERY.replace("0, ", f"{i}, ", 1) for i in range(8)))
+    monkeypatch.setenv("PATH", f"{bindir}:{os.environ['PATH']}")
     monkeypatch.setenv("FAKE_TOKEN_S", "0.005")
     monkeypatch.setenv("FAKE_TOKENS", "64")
     monkeypatch.setenv("FAKE_SPEC_STEP_COST", "1.25")  # K̄ = 2 > R = 1.25: suffix ≈ 1.6x on this "host"

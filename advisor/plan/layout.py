@@ -153,9 +153,10 @@ def _spec_options(p: ModelProfile, k_fixed: int | None, k_rules: int) -> list[tu
     opts: list[tuple[str, int | None]] = [("none", None)]
     ks = [k_fixed] if k_fixed else [k_rules, *(x for x in SUFFIX_K_FALLBACK if x < k_rules)]
     opts += [("suffix", k) for k in ks]
-    opts.append(("ngram", k_fixed or NGRAM_K))
+    # --k is "num_speculative_tokens when suffix is chosen" (cli/options.py): the other methods keep their own K
+    opts.append(("ngram", NGRAM_K))
     if p.mtp_layers:
-        opts.append(("mtp", k_fixed or p.mtp_layers))
+        opts.append(("mtp", p.mtp_layers))
     return opts
 
 
