@@ -21,13 +21,14 @@ from dataclasses import dataclass
 
 from advisor.hardware.gpus import GpuSpec
 from advisor.model.schema import ModelProfile
+from advisor.vllm_facts import facts as _facts
 
 GiB = 1 << 30
 MiB = 1 << 20
 
 # --- from source -------------------------------------------------------------------------------
-DEFAULT_BLOCK_SIZE = 16
-"""vllm/config/cache.py CacheConfig.DEFAULT_BLOCK_SIZE (tokens per KV block)."""
+DEFAULT_BLOCK_SIZE = _facts().block_size
+"""vllm/config/cache.py CacheConfig.DEFAULT_BLOCK_SIZE (tokens per KV block; advisor.vllm_facts)."""
 VOCAB_PADDING = 64
 """vllm/model_executor/layers/vocab_parallel_embedding.py DEFAULT_VOCAB_PADDING_SIZE."""
 BIG_GPU_MIB = 160 * 1024
@@ -39,7 +40,7 @@ BATCH_DEFAULTS = {"big": (16384, 1024), "mid": (8192, 1024), "small": (2048, 256
 """(max_num_batched_tokens, max_num_seqs) for UsageContext.OPENAI_API_SERVER in get_batch_defaults."""
 MIN_PER_GRAPH_BYTES = 1 * MiB
 """gpu_model_runner.py profile_cudagraph_memory: ``per_graph = max(mem_samples[1], 1 << 20)``."""
-DEFAULT_GRAPH_CAP = {"sm100": 1024, "other": 512}
+DEFAULT_GRAPH_CAP = {"sm100": _facts().graph_cap_sm100, "other": _facts().graph_cap}
 """vllm/config/vllm.py _set_cudagraph_sizes: ``1024 if is_device_capability_family(100) else 512``."""
 SAMPLER_BYTES_PER_LOGIT = 16
 """Live bytes per (row, vocab) element at the peak of the sampler warm-up
