@@ -183,8 +183,11 @@ def test_dummy_weight_probe_is_flagged_and_never_teaches_kbar(env: Path, capsys:
         stored = store.list_records()
     assert stored and all(r.weights == "dummy" for r in stored)
     assert probe_observations(stored) == []
-    # the same vLLM flag given through --extra-args is recognised too, and is a different campaign
+    # the same vLLM flag given through --extra-args is recognised too: the same servers, so the same
+    # campaign (resumed, nothing probed again)
     rc, out2, err = run_json(capsys, probe_args(env, "vanilla", "--extra-args", "--load-format dummy"))
     assert rc == 0, err
-    assert out2["campaign_id"] != out["campaign_id"]
+    assert out2["campaign_id"] == out["campaign_id"] and out2["probed"] == []
     assert out2["records"][0]["weights"] == "dummy"
+    rc = main(probe_args(env, "vanilla", "--dummy-weights", "--extra-args", "--load-format auto"))
+    assert rc == 2 and "--dummy-weights contradicts" in capsys.readouterr().err

@@ -92,11 +92,18 @@ def probe_cmd(
         extra = shlex.split(extra_args)
     except ValueError as exc:
         raise UsageError(f"--extra-args: {exc}") from None
+    if dummy_weights:
+        from advisor.probe.campaign import load_format
+
+        given = load_format(extra)
+        if given not in (None, "dummy"):
+            raise UsageError(f"--dummy-weights contradicts --extra-args' --load-format {given}")
+        if given is None:
+            extra += ["--load-format", "dummy"]
     try:
         spec = CampaignSpec(
             model=model, corpus=corpus, configs=parse_configs(configs), load=load, base=base, server_cmd=server_cmd,
             extra_args=extra, api=api, campaign=campaign, boot_timeout_s=boot_timeout, retry_failed=retry_failed,
-            dummy_weights=dummy_weights,
         )  # fmt: skip
     except ValidationError as exc:
         first = exc.errors()[0]

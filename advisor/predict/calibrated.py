@@ -30,7 +30,7 @@ from advisor.hardware.gpus import GpuSpec, get_gpu
 from advisor.model.schema import ModelProfile
 from advisor.predict import kbar_prior as kp
 from advisor.predict.dataset import KBAR_FLOOR, Observation, ProfileFn, implied_kbar
-from advisor.predict.stepcost import RBreakdown, r_ratio
+from advisor.predict.stepcost import Build, RBreakdown, r_ratio
 
 FEATURES = ("host_on_x_overhead", "reasoning_x_logsize", "instruct_x_llama", "log_r")
 """Population features of δ, in coefficient order."""
@@ -59,7 +59,7 @@ class RowInputs(BaseModel):
     """Measured K̄, if any (else the prior is used)."""
     k_bar_k: int | None = None
     """K at which ``k_bar`` was measured (None: at ``k``)."""
-    build: str = "release"
+    build: Build = "release"
     """vLLM build whose suffix-step costs apply (stepcost.SPEC_STEP_COSTS): ``seed`` for seed rows."""
 
 

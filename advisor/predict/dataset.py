@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from advisor.errors import DataError
 from advisor.model.schema import ModelProfile
+from advisor.predict.stepcost import Build
 
 SEED_FILE = "sweep_b200.csv"
 SEED_GPU = "B200"
@@ -55,7 +56,7 @@ class Observation(BaseModel):
     """Measured tokens per step of the suffix run, when the record has it."""
     source: str
     """``seed``, ``seed-dsa`` (the DSA-env replicate) or ``probe:<campaign_id>``."""
-    build: str = "seed"
+    build: Build = "seed"
     """vLLM build the row was measured on: ``seed`` (the write-up's 1.7.dev) or ``release``
     (probe records); selects the step-cost model's suffix-step costs."""
 
@@ -112,8 +113,7 @@ def probe_observations(records: Iterable, profile_of: ProfileFn | None = None) -
     without a GPU (a CPU vLLM's gain says nothing about a GPU's, and would be fitted as the seed's B200)."""
     by_campaign: dict[str, list] = {}
     for rec in records:
-        if (rec.outcome == "ok" and rec.throughput_tok_s and getattr(rec, "weights", "real") != "dummy"
-                and rec.gpu):  # fmt: skip
+        if rec.outcome == "ok" and rec.throughput_tok_s and rec.weights != "dummy" and rec.gpu:
             by_campaign.setdefault(rec.campaign_id, []).append(rec)
     out: list[Observation] = []
     for campaign, recs in sorted(by_campaign.items()):
@@ -128,7 +128,7 @@ def probe_observations(records: Iterable, profile_of: ProfileFn | None = None) -
             family = profile_of(rec.model).family if profile_of else "instruct"
             out.append(Observation(
                 model=rec.model, label=rec.model.split("/")[-1], corpus=rec.corpus, family=family,
-                host_state=host_state_of(rec.host), gpu=rec.gpu or SEED_GPU, tp=rec.tensor_parallel_size,
+                host_state=host_state_of(rec.host), gpu=rec.gpu, tp=rec.tensor_parallel_size,
                 concurrency=rec.concurrency, k=k, vanilla_tps=van.throughput_tok_s, suffix_tps=rec.throughput_tok_s,
                 k_bar=rec.tokens_per_step or rec.mean_acceptance_length, source=f"probe:{campaign}", build="release",
             ))  # fmt: skip

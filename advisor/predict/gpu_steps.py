@@ -29,6 +29,7 @@ from pydantic import BaseModel, ConfigDict
 
 from advisor.hardware.gpus import get_gpu
 from advisor.model.schema import ModelProfile
+from advisor.predict.dataset import ProfileFn
 from advisor.predict import stepcost as sc
 
 GRID_DIR = "gpu_steps"
@@ -52,6 +53,8 @@ class GridPoint(BaseModel):
     gpu: str
     vllm_version: str
     concurrency: int
+    k: int
+    """num_speculative_tokens the engine was booted with (0: no speculation)."""
     draft_cap: int
     """0 for the plain engine; else the truncation cap (12 = untruncated)."""
     tokens_per_seq: float
@@ -96,7 +99,7 @@ def load_points(folder: Path) -> list[GridPoint]:
     for (model, cap, conc), rows in sorted(groups.items()):
         r0 = rows[0]
         points.append(GridPoint(
-            model=model, gpu=gpu, vllm_version=version, concurrency=conc, draft_cap=cap,
+            model=model, gpu=gpu, vllm_version=version, concurrency=conc, k=r0["k"], draft_cap=cap,
             tokens_per_seq=statistics.median(r["tokens_per_seq_step"] for r in rows),
             context=r0["prompt_len"] + (r0["out_short"] + r0["out_long"]) / 2,
             step_ms=statistics.median(r["step_ms"] for r in rows), reps=len(rows),
@@ -110,7 +113,7 @@ def _shape(pt: GridPoint) -> sc.StepShape:
         return sc.StepShape(seqs=pt.concurrency, tokens_per_seq=1, context=pt.context)
     # Every sequence drafts in these runs (dummy weights repeat), so draft_share is 1.
     return sc.StepShape(seqs=pt.concurrency, tokens_per_seq=max(1.0, pt.tokens_per_seq), context=pt.context,
-                        spec=True, draft_share=1.0, k=32)  # fmt: skip
+                        spec=True, draft_share=1.0, k=pt.k)  # fmt: skip
 
 
 def _spec_base(p: ModelProfile, pt: GridPoint) -> tuple[float, str]:
@@ -164,7 +167,7 @@ def _abs_log_r(results: list[PointResult]) -> list[float]:
     return [abs(math.log(r.r_pred / r.r_meas)) for r in results if r.r_meas and r.r_pred]
 
 
-def evaluate(calibration_dir: Path, profile_for) -> dict:
+def evaluate(calibration_dir: Path, profile_for: ProfileFn) -> dict:
     """The ``gpu_steps`` section of ``calibrate --evaluate``: per-point table, in-sample and
     leave-one-concurrency-out errors of R, and what is missing for leave-one-model-out."""
     points = [pt for folder in grid_dirs(calibration_dir) for pt in load_points(folder)]
@@ -172,7 +175,7 @@ def evaluate(calibration_dir: Path, profile_for) -> dict:
         return {"available": False, "reason": f"no grid under calibration/{GRID_DIR}/"}
     profiles = {m: profile_for(MODEL_IDS.get(m, m)) for m in {pt.model for pt in points}}
     shipped = predict_points(points, profiles)
-    before = predict_points(points, profiles, constants=(0.0, sc.DRAFT_CPU_S_PER_SEQ_ASSUMED))
+    before = predict_points(points, profiles, constants=sc.SPEC_STEP_COSTS["seed"])
     loco: list[PointResult] = []
     for conc in sorted({pt.concurrency for pt in points}):
         train = [pt for pt in points if pt.concurrency != conc]

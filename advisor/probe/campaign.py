@@ -55,17 +55,21 @@ class CampaignSpec(BaseModel):
     retry_failed: bool = False
     vllm_version: str = "0.32"
     """Flag mapping to render with (advisor.render.flags)."""
-    dummy_weights: bool = False
-    """Serve random weights (``--load-format dummy``); records say ``weights: dummy``."""
-
     @property
     def weights(self) -> str:
-        """``dummy`` when the server loads random weights (this flag, or the same vLLM flag in
-        ``extra_args``), else ``real``."""
-        args = self.extra_args
-        given = any(a == "--load-format=dummy" or (a == "--load-format" and args[i + 1:i + 2] == ["dummy"])
-                    for i, a in enumerate(args))  # fmt: skip
-        return "dummy" if self.dummy_weights or given else "real"
+        """``dummy`` when the server loads random weights (vLLM's ``--load-format dummy`` among the
+        extra args, which ``advisor probe --dummy-weights`` adds), else ``real``."""
+        return "dummy" if load_format(self.extra_args) == "dummy" else "real"
+
+
+def load_format(args: list[str]) -> str | None:
+    """The value of vLLM's ``--load-format`` in ``args`` (``--load-format X`` or ``--load-format=X``)."""
+    for i, a in enumerate(args):
+        if a.startswith("--load-format="):
+            return a.split("=", 1)[1]
+        if a == "--load-format" and i + 1 < len(args):
+            return args[i + 1]
+    return None
 
 
 class CampaignResult(BaseModel):
@@ -90,9 +94,7 @@ def server_program(server_cmd: str) -> list[str]:
 
 
 def server_argv(spec: CampaignSpec, cfg: ProbeConfig) -> list[str]:
-    given = any(a.startswith("--load-format") for a in spec.extra_args)
-    dummy = ["--load-format", "dummy"] if spec.dummy_weights and not given else []
-    return [*server_program(spec.server_cmd), spec.model, *probe_flags(cfg, spec.base, spec.vllm_version), *dummy, *spec.extra_args]
+    return [*server_program(spec.server_cmd), spec.model, *probe_flags(cfg, spec.base, spec.vllm_version), *spec.extra_args]
 
 
 def host_info(settings: Settings) -> dict[str, Any]:
@@ -123,7 +125,6 @@ def campaign_id(spec: CampaignSpec, fingerprint: str) -> str:
         "base": spec.base.model_dump(mode="json"),
         "server_cmd": server_program(spec.server_cmd),
         "extra_args": spec.extra_args,
-        "weights": spec.weights,
         "env": spec.env,
         "api": spec.api,
     }

@@ -1,5 +1,6 @@
-# One poll of the GPU queue: results so far into $OUT (one tarball), a short status on stdout.
-R=/root/results
-tar czf "$OUT/results.tgz" -C / root/results root/advisor-data 2>/dev/null
-cat $R/queue.log; for f in $R/*.log; do echo "-- $f: $(grep -c RESULT $f) results"; done
-grep -h -i "Available KV cache memory\|Estimated CUDA graph memory\|Model loading took\|Traceback\|Error" $R/*.log | cut -c1-220 | tail -25
+#!/usr/bin/env bash
+# One poll of campaign.sh: results so far into $OUT (one tarball), a short status on stdout.
+#   sleep N; bash calibration/gpu_steps/poll.sh      (each device call; N well under the call limit)
+[ -n "${OUT:-}" ] && tar czf "$OUT/results.tgz" -C /root results $( [ -d /root/advisor-data ] && echo advisor-data ) 2>/dev/null
+tail -n 20 /root/campaign.out 2>/dev/null
+for f in /root/results/*.log; do [ -e "$f" ] && echo "-- $f: $(grep -c RESULT "$f") results"; done

@@ -1,1 +1,0 @@
-python3 /root/stash/run/gridbench.py --results /root/results/grid.jsonl --boots /root/results/boots.jsonl --model /root/stash/models/Llama-3.1-8B-Instruct --spec suffix:32 --drafts 12,8,4,2,1 --conc 1,8,32,64 --reps 2

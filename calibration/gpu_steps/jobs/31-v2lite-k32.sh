@@ -1,1 +1,0 @@
-python3 /root/stash/run/gridbench.py --results /root/results/grid.jsonl --boots /root/results/boots.jsonl --model /root/stash/models/DeepSeek-V2-Lite --spec suffix:32 --drafts 12,4,2,1 --conc 1,8,32,64 --reps 2

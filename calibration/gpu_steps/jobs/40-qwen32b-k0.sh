@@ -1,1 +1,0 @@
-python3 /root/stash/run/gridbench.py --results /root/results/grid.jsonl --boots /root/results/boots.jsonl --model /root/stash/models/Qwen2.5-32B-Instruct --spec none --conc 1,8,64 --reps 2 --out-short 96 --out-long 384
