@@ -19,6 +19,7 @@ from advisor.hardware.gpus import GpuSpec
 from advisor.model.schema import ModelProfile
 from advisor.plan.decision import Decision
 from advisor.predict.absolute import Band, ReplicaLayout, ServingFigures, mtp_gain, ngram_gain, serve
+from advisor.predict.kbar_prior import max_draft
 
 Objective = Literal["throughput", "latency"]
 NGRAM_K = 4
@@ -235,7 +236,7 @@ def _one(p, gpu, lay, method, k, cap, base, concurrency, query, policy, suffix_g
     context = query.prompt_len + query.output_len / 2
     gain, notes, p_win = None, [], None
     if method in ("suffix", "ngram"):
-        key = (lay.tp, n, min(k, 12) if method == "suffix" else 12)
+        key = (lay.tp, n, max_draft(k) if method == "suffix" else max_draft(32))
         if key not in gains:
             gains[key] = suffix_gain(lay.tp, n, key[2] if method == "suffix" else 32)
         sg = gains[key]

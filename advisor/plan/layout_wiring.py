@@ -58,11 +58,8 @@ def apply_search(rec, profile: ModelProfile, rules, settings, query: LayoutQuery
     from advisor.plan import memory as mem
 
     def planner(prof: ModelProfile, d: Decision):
-        # The planner's arithmetic without its alternative search and minimum-GPU scan (speed: one
-        # call per candidate); the chosen candidate gets the full plan_memory below.
-        core = mem._core(prof, gpu, d, mem.t.DEFAULT_BLOCK_SIZE)
-        ok, why = mem._boots(core, gpu, d.gpu_memory_utilization, d.tensor_parallel_size)
-        return ok, core["blocks"] * mem.t.DEFAULT_BLOCK_SIZE if ok else 0, why
+        # one quick verdict per candidate; the chosen candidate gets the full plan_memory below
+        return mem.boot_verdict(prof, gpu, d, d.tensor_parallel_size)
 
     base = rec.decision.model_copy(update={"speculative_method": None, "num_speculative_tokens": None})
     k_rules = rec.decision.num_speculative_tokens or 32

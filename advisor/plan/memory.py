@@ -186,6 +186,15 @@ def _quick(profile: ModelProfile, gpu: GpuSpec, d: Decision, num_gpus: int, bloc
                        max_concurrency_at_max_len=round(max(0, c["avail"]) / c["need"], 2) if ok and c["need"] else 0.0)
 
 
+def boot_verdict(profile: ModelProfile, gpu: GpuSpec, d: Decision, num_gpus: int, *,
+                 block_size: int = t.DEFAULT_BLOCK_SIZE, build: str = "release") -> tuple[bool, int, str]:
+    """(boots, KV tokens, reason) of ``d``: the planner's arithmetic without its alternative search or
+    minimum-GPU scan (one call per candidate of the layout search)."""
+    c = _core(profile, gpu, d, block_size, build)
+    ok, why = _boots(c, gpu, d.gpu_memory_utilization, num_gpus)
+    return ok, c["blocks"] * block_size if ok else 0, why
+
+
 def _min_gpus(profile: ModelProfile, gpu: GpuSpec, d: Decision, block_size: int) -> int | None:
     """Smallest TP (power of two) at which the model boots without speculation."""
     for tp in TP_LADDER:

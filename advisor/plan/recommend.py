@@ -15,11 +15,11 @@ from advisor.rules.engine import RulesOutcome, apply_rules
 from advisor.rules.schema import Rule
 from advisor.vllm_facts import facts as _facts
 
-# How confident a prediction must be to flip a rule's default (P(suffix wins)).
 MAX_DRAFT_AT_DEFAULTS = _facts().suffix_draft_cap
 """Longest suffix draft at vLLM's defaults: match length + draft length ≤ tree depth 24 and draft ≤
 match length (max_spec_factor 1.0), so a draft is at most 24 // 2 tokens (docs/kbar.md;
 advisor.vllm_facts)."""
+# How confident a prediction must be to flip a rule's default (P(suffix wins)).
 FLIP_OFF_BELOW = 0.30
 FLIP_ON_ABOVE = 0.70
 

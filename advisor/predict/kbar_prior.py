@@ -18,11 +18,12 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 
 from advisor.errors import DataError
+from advisor.vllm_facts import facts as _facts
 
 ACCEPTANCE = 0.5
 """Assumed share of drafted tokens accepted: sets how many tokens a step verifies for a given K̄."""
-MAX_TREE_DEPTH = 24
-"""vLLM's suffix_decoding_max_tree_depth default (vllm/config/speculative.py): caps a draft."""
+MAX_TREE_DEPTH = _facts().suffix_max_tree_depth
+"""vLLM's suffix_decoding_max_tree_depth default (vllm/config/speculative.py; advisor.vllm_facts): caps a draft."""
 DRAFT_SHARE = 0.6
 """Assumed share of sequences that draft at least one token in a step (the rest verify nothing)."""
 FAMILY_GROUP = {"instruct": "instruct", "base": "instruct", "reasoning": "reasoning", "reasoning-distill": "reasoning"}
@@ -73,7 +74,7 @@ def draft_tokens(k_bar: float, k: int = 32) -> float:
     at most min(K, tree depth // 2) tokens (match + draft ≤ tree depth and draft ≤ match at
     max_spec_factor 1.0: docs/kbar.md) and ``DRAFT_SHARE`` of sequences draft.
     """
-    return min((max(k_bar, 1.0) - 1.0) / ACCEPTANCE, DRAFT_SHARE * min(k, MAX_TREE_DEPTH // 2))
+    return min((max(k_bar, 1.0) - 1.0) / ACCEPTANCE, DRAFT_SHARE * max_draft(k))
 
 
 PRIOR_K = 32
@@ -82,7 +83,7 @@ PRIOR_K = 32
 
 def max_draft(k: int) -> int:
     """Most tokens one suffix draft holds at vLLM's defaults: min(K, tree depth // 2) (docs/kbar.md)."""
-    return max(0, min(k, MAX_TREE_DEPTH // 2))
+    return max(0, min(k, _facts().suffix_draft_cap))
 
 
 def kbar_at_k(k_bar: float, k_from: int, k_to: int) -> float:
