@@ -88,28 +88,60 @@ def _print_gpu_steps(g: dict) -> None:
     if not g.get("available"):
         print(f"\nGPU steps: none ({g.get('reason')})")
         return
-    lines = ["", f"GPU steps: real vLLM {', '.join(g['vllm_versions'])} on {g['table'][0]['model'] if g['table'] else '?'} "
-             f"({g['points']} points; {', '.join(g['sources'])})",
+    goal = g["goal"]
+    bias = ", ".join(f"{c} {b:+.0%}" for c, b in g["r_bias_leave_one_model_out_by_class"].items())
+    lomo_by = ", ".join(f"{m} {v:.3f}" for m, v in g["r_median_abs_log_leave_one_model_out_by_model"].items() if v is not None)
+    lines = ["", f"GPU steps: real vLLM {', '.join(g['vllm_versions'])}, {len(g['models'])} models "
+             f"({', '.join(f'{m} [{c}]' for m, c in g['classes'].items())})",
+             f"  {g['points']} points ({g['single_rep_points']} of one repetition), {len(g['excluded'])} excluded "
+             f"(repetitions disagree); {', '.join(g['sources'])}",
              f"  constants MEASURED from this grid: SPEC_STEP_FIXED_S {g['constants']['SPEC_STEP_FIXED_S'] * 1e3:.2f} ms, "
              f"SPEC_STEP_PER_SEQ_S {g['constants']['SPEC_STEP_PER_SEQ_S'] * 1e6:.0f} us",
              f"  plain step: median |log(pred/meas)| {g['plain_median_abs_log_step']:.3f}",
              f"  R: median |log(R_pred/R_meas)| before the refit {g['r_median_abs_log_before_refit']:.3f}, "
              f"in sample {g['r_median_abs_log_in_sample']:.3f}, leave-one-concurrency-out "
-             f"{g['r_median_abs_log_leave_one_concurrency_out']:.3f} (goal {g['goal']}: "
-             f"{'met' if g['meets_goal'] else 'NOT met'})"]
+             f"{g['r_median_abs_log_leave_one_concurrency_out']:.3f}",
+             f"  R leave-one-model-out {g['r_median_abs_log_leave_one_model_out'] or float('nan'):.3f} (goal <= "
+             f"{goal['median_abs_log_r']}; per model: {lomo_by})",
+             f"  R bias by class, leave-one-model-out: {bias} (goal |bias| <= {goal['class_bias']:.0%}): "
+             f"goal {'met' if g['meets_goal'] else 'NOT met'}"
+             + (f", biased: {', '.join(g['classes_biased_beyond_goal'])}" if g["classes_biased_beyond_goal"] else "")]
     if g.get("leave_one_model_out_note"):
         lines.append(f"  leave-one-model-out: not available ({g['leave_one_model_out_note']})")
-    lines.append(f"  {'conc':>4} {'drafts':>6} {'tok/seq':>7} {'meas ms':>8} {'pred ms':>8} {'R meas':>7} {'R pred':>7}  graph")
+    lines.append(f"  {'model':<22} {'K':>2} {'conc':>4} {'drafts':>6} {'tok/seq':>7} {'meas ms':>8} {'pred ms':>8} "
+                 f"{'R meas':>7} {'R pred':>7}  graph")
     for r in g["table"]:
         rm = f"{r['r_meas']:.2f}" if r["r_meas"] else "-"
         rp = f"{r['r_pred']:.2f}" if r["r_pred"] else "-"
-        lines.append(f"  {r['concurrency']:>4} {r['draft_cap']:>6} {r['tokens_per_seq']:>7.2f} {r['step_ms_meas']:>8.2f} "
-                     f"{r['step_ms_pred']:>8.2f} {rm:>7} {rp:>7}  {r['graph_mode']}")
+        lines.append(f"  {r['model'][:22]:<22} {r['k']:>2} {r['concurrency']:>4} {r['draft_cap']:>6} {r['tokens_per_seq']:>7.2f} "
+                     f"{r['step_ms_meas']:>8.2f} {r['step_ms_pred']:>8.2f} {rm:>7} {rp:>7}  {r['graph_mode']}")
     t = g.get("release_physics_on_seed")
     if t:
         o, n = t["lomo"]["OFF"], t["lomo"]["ON"]
         lines.append(f"  seed rows with the measured (release) suffix-step costs: predictor OFF {o['geo_frac']:.4f} / "
                      f"ON {n['geo_frac']:.4f} (the shipped figures keep each row's own build)")
+    print("\n".join(lines))
+
+
+def _gpu_memory(profile_of) -> dict:
+    from advisor.paths import data_path
+    from advisor.plan.memory_measured import evaluate
+
+    return evaluate(data_path("calibration"), profile_of)
+
+
+def _print_gpu_memory(m: dict) -> None:
+    if not m.get("available"):
+        print(f"\nGPU memory: none ({m.get('reason')})")
+        return
+    lines = ["", f"GPU memory: the planner's KV cache against vLLM's 'Available KV cache memory', {m['boots']} boots "
+             f"(K {', '.join(map(str, m['ks']))}): median |error| {m['kv_median_abs_rel_err']:.1%}, worst "
+             f"{m['kv_max_abs_rel_err']:.1%} (goal {m['goal']:.0%}: {'met' if m['meets_goal'] else 'NOT met'})",
+             f"  {'model':<22} {'K':>2} {'KV meas':>8} {'KV plan':>8} {'error':>7} {'graphs meas':>11} {'plan':>5}"]
+    for r in m["table"]:
+        g = f"{r['graph_estimate_measured']:.2f}" if r["graph_estimate_measured"] is not None else "-"
+        lines.append(f"  {r['model'][:22]:<22} {r['k']:>2} {r['kv_measured']:>8.2f} {r['kv_planned']:>8.2f} "
+                     f"{r['rel_err']:>+7.1%} {g:>11} {r['graph_planned']:>5.2f}")
     print("\n".join(lines))
 
 
@@ -138,11 +170,13 @@ def calibrate_cmd(
         res["lomo"]["product"] = evaluate_product(profile_of, observations=obs, fits=fits, rules=rules)
         res["lomo"]["product_own_build"] = evaluate_product(profile_of, observations=obs, fits=fits, rules=rules, own_build=True)
         res["gpu_steps"] = _gpu_steps(profile_of, run_eval)
+        res["gpu_memory"] = _gpu_memory(profile_of)
         if json_out:
             emit_json(res)
         else:
             _print_evaluation(res)
             _print_gpu_steps(res["gpu_steps"])
+            _print_gpu_memory(res["gpu_memory"])
         return
     from advisor.predict.refit import refit_report
 

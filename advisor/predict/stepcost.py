@@ -78,10 +78,10 @@ figure of ``calibrate --evaluate``'s GPU-step section; not used to predict)."""
 # GPU->CPU copy of the sampled ids and the drafting before the next step is scheduled
 # (gpu_model_runner.py propose_draft_token_ids, ``method == "suffix"`` branch), and the rejection
 # sampler (vllm/v1/sample/rejection_sampler.py) runs over every drafted position.
-SPEC_STEP_FIXED_S = 4.25e-3
+SPEC_STEP_FIXED_S = 3.75e-3
 """MEASURED (fitted to the H200 grid): per-step cost of a suffix-decoding step over a plain one,
 independent of the batch (serialised drafting, rejection sampler launch, draft bookkeeping)."""
-SPEC_STEP_PER_SEQ_S = 110e-6
+SPEC_STEP_PER_SEQ_S = 120e-6
 """MEASURED (fitted to the H200 grid): per-sequence cost of a suffix-decoding step (drafting loop,
 suffix-tree update and lookup, per-request rejection-sampler and scheduler work)."""
 SPEC_STEP_COSTS = {
