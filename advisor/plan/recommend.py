@@ -170,9 +170,10 @@ def _k_trace(k: int, trace: list[str]) -> None:
         trace.append(
             f"K={k}: at vLLM's default suffix_decoding_max_tree_depth (24) and max_spec_factor (1.0) a draft is at most "
             f"{MAX_DRAFT_AT_DEFAULTS} tokens in advisor kbar's replays through Arctic Inference (docs/kbar.md), so any "
-            f"K >= {MAX_DRAFT_AT_DEFAULTS} drafts the same there; real vLLM 0.26.0 on an H200 drafted 15 tokens per step "
-            "on repetitive output at K=32 (calibration/gpu_steps/README.md, unexplained), so K above 12 may still "
-            "matter; the seed measured K=32"
+            f"K >= {MAX_DRAFT_AT_DEFAULTS} drafts the same there; so did real vLLM 0.26.0 behind `vllm serve` on an "
+            "H200 at K=32 (advisor probe: 11.1 tokens per draft, none accepted past position 12; "
+            "calibration/gpu_probes/), though its offline engine drafted 15 per step on a single repeated dummy-weight "
+            "token (calibration/gpu_steps/README.md); the seed measured K=32"
         )
     else:
         trace.append(f"K={k}: a draft of at most {k} token(s) emits at most {k + 1} tokens per step (K̄ <= 1 + K); "
