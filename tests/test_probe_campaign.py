@@ -191,3 +191,22 @@ def test_dummy_weight_probe_is_flagged_and_never_teaches_kbar(env: Path, capsys:
     assert out2["records"][0]["weights"] == "dummy"
     rc = main(probe_args(env, "vanilla", "--dummy-weights", "--extra-args", "--load-format auto"))
     assert rc == 2 and "--dummy-weights contradicts" in capsys.readouterr().err
+
+
+def test_a_corpus_that_runs_out_before_the_window_is_said(env: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Seen on the H200 (calibration/gpu_probes/): 42 prompts were done in 6.7 s of a 25 s window. The
+    record says so and the text line tells the user, instead of a silently short measurement."""
+    small = env / "few.jsonl"
+    small.write_text("".join(json.dumps({"prompt": f"p {i}"}) + "\n" for i in range(3)))
+    args = [a if a != str(env / "prompts.jsonl") else str(small) for a in probe_args(env, "vanilla")]
+    args[args.index("--requests"):args.index("--requests") + 2] = []  # only the 30 s window bounds it
+    rc, out, err = run_json(capsys, args)
+    assert rc == 0, err
+    rec = out["records"][0]
+    assert rec["outcome"] == "ok" and rec["corpus_exhausted"] is True and rec["requests"] == 3
+    assert rec["duration_s"] < 30
+    rc = main(args)  # resumed: the text form of the same record
+    assert rc == 0 and "corpus ran out after 3 requests" in capsys.readouterr().out
+    # a corpus larger than the request budget did not run out
+    rc, out, err = run_json(capsys, probe_args(env, "vanilla@gmu=0.5"))
+    assert rc == 0 and out["records"][0]["corpus_exhausted"] is False

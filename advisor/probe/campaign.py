@@ -223,6 +223,7 @@ def _measured_record(base, ok, failure, load, win, tps, cfg, vanilla_tput) -> Pr
         ttft_ms_p99=load.ttft_ms_p99,
         itl_ms_p50=load.itl_ms_p50,
         itl_ms_p99=load.itl_ms_p99,
+        corpus_exhausted=load.corpus_exhausted,
     )
 
 
@@ -302,5 +303,8 @@ def summary_line(rec: ProbeRecord, vanilla_tput: float | None = None) -> str:
         parts.append(f"TTFT p50 {rec.ttft_ms_p50:.0f} ms")
     if rec.boot_s is not None:
         parts.append(f"boot {rec.boot_s:.0f}s")
+    if rec.corpus_exhausted:
+        parts.append(f"corpus ran out after {rec.requests} requests ({rec.duration_s or 0:.1f}s of load; "
+                     "more prompts give the full --duration window)")
     return ", ".join(parts)
 

@@ -79,6 +79,9 @@ class ProbeRecord(BaseModel):
     """Accepted tokens at draft position i / drafts."""
     log_path: str | None = None
     """The server's log for this probe."""
+    corpus_exhausted: bool = False
+    """Every prompt of the corpus was sent before the time budget ran out: the window is one pass
+    over the corpus, shorter than ``--duration`` (ship more prompts for a full window)."""
     weights: Literal["real", "dummy"] = "real"
     """``dummy``: the server ran with ``--load-format dummy`` (random weights, e.g. on a GPU machine
     without the checkpoint). Such a run measures step cost, memory and boot time, not the K̄ of real
