@@ -33,3 +33,7 @@ MAX_TPOT_MS = typer.Option(None, "--max-tpot-ms", min=0.001, help="Only configur
 MAX_TTFT_MS = typer.Option(None, "--max-ttft-ms", min=0.001, help="Only configurations predicted at or under this time to first token (ms).", rich_help_panel="Layout search")
 PROMPT_LEN = typer.Option(1024, "--prompt-len", min=1, help="Prompt tokens per request the figures are predicted for.", rich_help_panel="Layout search")
 OUTPUT_LEN = typer.Option(512, "--output-len", min=1, help="Output tokens per request the figures are predicted for.", rich_help_panel="Layout search")
+VLLM_VERSION = typer.Option(
+    None, "--vllm-version", metavar="X.Y",
+    help="vLLM version the flags and files target: 0.26, 0.32 or 0.33 (advisor.vllm_facts). Default: ADVISOR_VLLM_VERSION, else the vLLM installed here, else 0.32.",
+)  # fmt: skip

@@ -168,7 +168,8 @@ FIXED_BY = {"tensor_parallel_size": "--tp", "max_model_len": "--max-model-len", 
 def _k_trace(k: int, trace: list[str]) -> None:
     if k > MAX_DRAFT_AT_DEFAULTS:
         trace.append(
-            f"K={k}: at vLLM's default suffix_decoding_max_tree_depth (24) and max_spec_factor (1.0) a draft is at most "
+            f"K={k}: at vLLM's default suffix_decoding_max_tree_depth ({_facts().suffix_max_tree_depth}) and max_spec_factor "
+            f"({_facts().suffix_max_spec_factor:g}) a draft is at most "
             f"{MAX_DRAFT_AT_DEFAULTS} tokens in advisor kbar's replays through Arctic Inference (docs/kbar.md), so any "
             f"K >= {MAX_DRAFT_AT_DEFAULTS} drafts the same there; real vLLM 0.26.0 on an H200 drafted 15 tokens per step "
             "on repetitive output at K=32 (calibration/gpu_steps/README.md, unexplained), so K above 12 may still "

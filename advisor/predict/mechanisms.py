@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Literal
 
+from advisor.vllm_facts import facts as _vllm
+
 QueryLenSupport = Literal["single_only", "uniform", "varlen"]
 GraphMode = Literal["full", "piecewise", "none"]
 
@@ -102,7 +104,7 @@ def spec_step_graph_mode(
       and a backend below UNIFORM_BATCH, FULL_AND_PIECEWISE is downgraded to PIECEWISE for the whole
       run (plain decode steps too).
     - vllm/config/vllm.py:VllmConfig._set_cudagraph_sizes: ``max_cudagraph_capture_size =
-      min(max_num_seqs * (1 + K) * 2, 512)``; a batch with more tokens than that gets no graph
+      min(max_num_seqs * (1 + K) * 2, cap)`` (advisor.vllm_facts graph_cap, the non-sm100 one); a batch with more tokens than that gets no graph
       (the dispatcher returns CUDAGraphMode.NONE) and runs fully eager.
     """
     qlen = 1 + k
@@ -110,7 +112,7 @@ def spec_step_graph_mode(
     # 0.32.0, model runner V1, FULL decode mode): every capture size is rounded up to a multiple of
     # 1 + K and those above the cap dropped, so the largest graph is the last multiple of 1 + K under
     # it (measured: K=32 captures 33, 66, ..., 495 on an H200, calibration/gpu_steps/.../boots.jsonl).
-    cap = min(max_num_seqs * qlen * 2, 512) // qlen * qlen
+    cap = min(max_num_seqs * qlen * 2, _vllm().graph_cap) // qlen * qlen
     if tokens_in_step > cap:
         return "none"
     del graph_support  # non-uniform batches are piecewise whatever the backend supports
