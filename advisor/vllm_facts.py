@@ -218,7 +218,7 @@ class VersionChoice(BaseModel):
     """Set when an installed vLLM was passed over (it has no table)."""
 
 
-def choose_version(flag: str | None, setting: str | None, installed=installed_version) -> VersionChoice:
+def choose_version(flag: str | None, setting: str | None, installed=None) -> VersionChoice:
     """``--vllm-version`` over ADVISOR_VLLM_VERSION / advisor.toml over the installed vLLM over the
     default. An explicit version without a table raises UsageError (exit 2) naming the supported ones;
     an installed one without a table falls back to the default with a note."""
@@ -230,7 +230,7 @@ def choose_version(flag: str | None, setting: str | None, installed=installed_ve
                 raise UsageError(f"{why} {value}: vLLM {value} is not supported; supported: {', '.join(versions())} "
                                  "(pick one of them)")  # fmt: skip
             return VersionChoice(version=major_minor(value), why=f"{why} {value}")
-    found = installed()
+    found = (installed or installed_version)()
     if found and is_supported(found):
         return VersionChoice(version=major_minor(found), why=f"vLLM {found} installed here")
     note = None

@@ -10,6 +10,7 @@ import typer
 
 from advisor.cli.app import app
 from advisor.cli.common import JsonOpt, emit_json, replay_progress, settings, table
+from advisor.vllm_facts import facts as _vllm
 
 
 def _fmt(x: float | None, digits: int = 3) -> str:
@@ -69,10 +70,10 @@ def kbar_cmd(
     until_ci: float = typer.Option(None, "--until-ci", help="Stop once K̄'s relative CI half-width is at most this (e.g. 0.05).", show_default=False),
     check_every: int = typer.Option(200, "--check-every", help="Requests between --until-ci checks."),
     fmt: str = typer.Option("auto", "--format", help="auto, prompt_response, openai_chat, sharegpt or vllm_custom."),
-    max_tree_depth: int = typer.Option(24, "--max-tree-depth", help="suffix_decoding_max_tree_depth."),
-    max_cached_requests: int = typer.Option(10000, "--max-cached-requests", help="suffix_decoding_max_cached_requests."),
-    max_spec_factor: float = typer.Option(1.0, "--max-spec-factor", help="suffix_decoding_max_spec_factor."),
-    min_token_prob: float = typer.Option(0.1, "--min-token-prob", help="suffix_decoding_min_token_prob."),
+    max_tree_depth: int = typer.Option(_vllm().suffix_max_tree_depth, "--max-tree-depth", help="suffix_decoding_max_tree_depth."),
+    max_cached_requests: int = typer.Option(_vllm().suffix_max_cached_requests, "--max-cached-requests", help="suffix_decoding_max_cached_requests."),
+    max_spec_factor: float = typer.Option(_vllm().suffix_max_spec_factor, "--max-spec-factor", help="suffix_decoding_max_spec_factor."),
+    min_token_prob: float = typer.Option(_vllm().suffix_min_token_prob, "--min-token-prob", help="suffix_decoding_min_token_prob."),
     max_model_len: int = typer.Option(None, "--max-model-len", help="Skip prompts that do not fit; cut responses at it.", show_default=False),
     seed: int = typer.Option(0, "--seed", help="Bootstrap seed."),
     eos: bool = typer.Option(True, "--eos/--no-eos", help="End each response with the model's EOS token, as generated (off: traces cut at max_tokens)."),

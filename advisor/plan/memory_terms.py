@@ -34,7 +34,7 @@ VOCAB_PADDING = 64
 MIN_PER_GRAPH_BYTES = 1 * MiB
 """gpu_model_runner.py profile_cudagraph_memory: ``per_graph = max(mem_samples[1], 1 << 20)``."""
 DEFAULT_GRAPH_CAP = {"sm100": _facts().graph_cap_sm100, "other": _facts().graph_cap}
-"""vllm/config/vllm.py _set_cudagraph_sizes: ``1024 if is_device_capability_family(100) else 512``."""
+"""vllm/config/vllm.py _set_cudagraph_sizes' cap per GPU family (advisor.vllm_facts graph_cap_sm100, graph_cap)."""
 SAMPLER_BYTES_PER_LOGIT = 16
 """Live bytes per (row, vocab) element at the peak of the sampler warm-up
 (gpu_model_runner.py _dummy_sampler_run -> v1/sample/sampler.py Sampler.forward): bf16 logits (2),

@@ -16,9 +16,8 @@ from advisor.rules.schema import Rule
 from advisor.vllm_facts import facts as _facts
 
 MAX_DRAFT_AT_DEFAULTS = _facts().suffix_draft_cap
-"""Longest suffix draft at vLLM's defaults: match length + draft length ≤ tree depth 24 and draft ≤
-match length (max_spec_factor 1.0), so a draft is at most 24 // 2 tokens (docs/kbar.md;
-advisor.vllm_facts)."""
+"""Longest suffix draft at vLLM's defaults: match length + draft length ≤ the tree depth and draft ≤
+max_spec_factor x match length (advisor.vllm_facts suffix_draft_cap; docs/kbar.md)."""
 # How confident a prediction must be to flip a rule's default (P(suffix wins)).
 FLIP_OFF_BELOW = 0.30
 FLIP_ON_ABOVE = 0.70
@@ -172,7 +171,7 @@ def _k_trace(k: int, trace: list[str]) -> None:
             f"({_facts().suffix_max_spec_factor:g}) a draft is at most "
             f"{MAX_DRAFT_AT_DEFAULTS} tokens in advisor kbar's replays through Arctic Inference (docs/kbar.md), so any "
             f"K >= {MAX_DRAFT_AT_DEFAULTS} drafts the same there; real vLLM 0.26.0 on an H200 drafted 15 tokens per step "
-            "on repetitive output at K=32 (calibration/gpu_steps/README.md, unexplained), so K above 12 may still "
+            f"on repetitive output at K=32 (calibration/gpu_steps/README.md, unexplained), so K above {MAX_DRAFT_AT_DEFAULTS} may still "
             "matter; the seed measured K=32"
         )
     else:

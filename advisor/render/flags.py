@@ -1,7 +1,7 @@
 """Decision -> ``vllm serve`` arguments, per vLLM version. Pure; returns argv lists (never shell strings).
 
-Flag names checked against vLLM's own parser in tests (tests/test_vllm_contract.py) with
-``vllm.entrypoints.openai.cli_args.make_arg_parser`` and ``vllm.engine.arg_utils.EngineArgs``.
+Flag names checked in tests (tests/test_vllm_contract.py) against each supported release's own
+``make_arg_parser`` (advisor.vllm_facts parser_module) and ``vllm.engine.arg_utils.EngineArgs``.
 """
 
 from __future__ import annotations
