@@ -64,3 +64,35 @@ def test_an_unsupported_installed_vllm_falls_back_with_a_warning(run_cli, monkey
     code, stdout, err = run_cli("recommend", MODEL, *HOST)
     assert code == 0, err
     assert f"0.30.0 is not supported (supported: 0.26, 0.32, 0.33); rendered for {vllm_facts.DEFAULT_VERSION}" in stdout
+
+
+def test_a_version_folder_overrides_only_the_templates_it_holds(tmp_path, monkeypatch):
+    """templates/vllm-<X.Y>/ wins for the files it has; every other file comes from templates/vllm/."""
+    import shutil
+
+    import advisor.paths
+    from advisor.plan.decision import Decision
+    from advisor.render import files
+
+    shipped = advisor.paths.data_path("templates")
+    root = tmp_path / "templates"
+    shutil.copytree(shipped / "vllm", root / "vllm")
+    (root / "vllm-0.33").mkdir()
+    (root / "vllm-0.33" / "vllm.env.j2").write_text("# only 0.33: {{ vllm_version }}\n")
+    monkeypatch.setattr(advisor.paths, "data_path", lambda name: root)
+    assert files.template_dirs("0.33") == [str(root / "vllm-0.33"), str(root / "vllm")]
+    assert files.template_dirs("0.26") == [str(root / "vllm")]
+    got = {v: files.render_files(MODEL, Decision(), version=v, vllm_bin="/usr/bin/vllm") for v in ("0.33", "0.26")}
+    assert got["0.33"]["vllm.env"] == "# only 0.33: 0.33\n"
+    assert got["0.26"]["vllm.env"].startswith("# Environment for vLLM 0.26 serving")
+    assert got["0.33"]["vllm.service"].replace("0.33", "X") == got["0.26"]["vllm.service"].replace("0.26", "X")
+
+
+def test_rendered_flags_name_mtp_as_each_version_does():
+    from advisor.plan.decision import Decision
+    from advisor.render.flags import serve_flags
+
+    d = Decision(speculative_method="mtp", num_speculative_tokens=1)
+    for v in vllm_facts.versions():
+        spec = json.loads(serve_flags(d, v)[serve_flags(d, v).index("--speculative-config") + 1])
+        assert spec["method"] == vllm_facts.facts(v).mtp_method
