@@ -135,3 +135,16 @@ def test_consumers_read_the_table():
     assert (s.max_tree_depth, s.max_cached_requests, s.max_spec_factor, s.min_token_prob) == (
         r.max_tree_depth, r.max_cached_requests, r.max_spec_factor, r.min_token_prob) == (
         f.suffix_max_tree_depth, f.suffix_max_cached_requests, f.suffix_max_spec_factor, f.suffix_min_token_prob)  # fmt: skip
+
+
+def test_the_graph_mechanism_uses_the_table_cap_per_gpu_family():
+    from advisor.predict import mechanisms as mech
+
+    f = vllm_facts.facts()
+    qlen = 33  # K = 32
+    top, top_sm100 = f.graph_cap // qlen * qlen, f.graph_cap_sm100 // qlen * qlen  # 495, 1023 on 0.32
+    assert mech.spec_step_graph_mode(top, "uniform_batch", k=32) == "piecewise"
+    assert mech.spec_step_graph_mode(top + 1, "uniform_batch", k=32) == "none"
+    assert mech.spec_step_graph_mode(top_sm100, "uniform_batch", k=32, sm100=True) == "piecewise"
+    assert mech.spec_step_graph_mode(top_sm100 + 1, "uniform_batch", k=32, sm100=True) == "none"
+    assert mech.DEFAULT_MAX_NUM_SEQS == f.batch_tiers[-1].max_num_seqs
