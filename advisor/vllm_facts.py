@@ -229,13 +229,14 @@ def choose_version(flag: str | None, setting: str | None, installed=None) -> Ver
     """``--vllm-version`` over ADVISOR_VLLM_VERSION / advisor.toml over the installed vLLM over the
     default. An explicit version without a table raises UsageError (exit 2) naming the supported ones;
     an installed one without a table falls back to the default with a note."""
-    for value, why in ((flag, "--vllm-version"), (setting, "ADVISOR_VLLM_VERSION / advisor.toml")):
+    given = ((flag, "--vllm-version", "--vllm-version"), (setting, "ADVISOR_VLLM_VERSION / advisor.toml", "ADVISOR_VLLM_VERSION"))
+    for value, why, fix in given:
         if value:
             if not is_supported(value):
                 from advisor.errors import UsageError
 
                 raise UsageError(f"{why} {value}: vLLM {value} is not supported; supported: {', '.join(versions())} "
-                                 "(pick one of them)")  # fmt: skip
+                                 f"(pass {fix} {versions()[-1]}, or another of them)")  # fmt: skip
             return VersionChoice(version=major_minor(value), why=f"{why} {value}")
     found = (installed or installed_version)()
     if found and is_supported(found):

@@ -17,7 +17,7 @@ GPUS = {"B200": (180, "nvidia b200"), "H200": (141, "nvidia h200"), "H100": (80,
 """Stand-in GPUs (GiB, the name vLLM's platform reports, lower-cased) for get_batch_defaults."""
 
 PROBE = r"""
-import dataclasses, importlib, inspect, json, os, sys
+import dataclasses, importlib, inspect, json, os, re, sys
 sys.path.insert(0, os.environ["HELPERS"])
 from parse_args import pin_cpu_platform
 pin_cpu_platform()
@@ -53,6 +53,9 @@ print(json.dumps({
     "cap_sm100": "1024 if current_platform.is_device_capability_family(100) else 512" in src_vllm,
     "cap_512": ", 512)" in src_vllm or "else 512" in src_vllm,
     "rounds_to_qlen": hasattr(CompilationConfig, "adjust_cudagraph_sizes_for_spec_decode"),
+    # the async-scheduling fallback names the method: "%s-based " "speculative decoding" (0.26, 0.32),
+    # f"{spec_config.method}-based speculative decoding" (0.33), with suffix outside the allowed methods
+    "async_off_for_other_methods": bool(re.search(r'-based\s*"?\s*"?speculative decoding', src_vllm)),
     "mtp": '"mtp"' in src_spec,
     "profiles_graphs": bool(envs.VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS),
     "parser": hasattr(importlib.import_module(os.environ["ADVISOR_PARSER_MODULE"]), "make_arg_parser"),
@@ -78,6 +81,7 @@ def test_facts_match_the_release_own_config_defaults(version: str):
     assert f.block_size == got["block"]
     assert (f.graph_cap_sm100 == 1024) == got["cap_sm100"] and got["cap_512"] and f.graph_cap == 512
     assert f.capture_sizes_multiple_of_qlen == got["rounds_to_qlen"]
+    assert f.async_scheduling_with_suffix is not got["async_off_for_other_methods"]
     assert got["mtp"] and f.mtp_method == "mtp"
     assert f.profiles_cudagraph_memory == got["profiles_graphs"]
     assert got["parser"], f"{f.parser_module} has no make_arg_parser in vLLM {got['version']}"
