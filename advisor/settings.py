@@ -78,8 +78,18 @@ class Settings(BaseSettings):
     default_gpus: int = Field(default=8, ge=1)
     """GPU count assumed when ``--gpus`` is not given and none are detected."""
 
-    vllm_version: str = "0.32"
-    """vLLM version the rendered flags target (selects the template/flag mapping)."""
+    vllm_version: str | None = None
+    """vLLM version the rendered flags and templates target (major.minor, e.g. ``0.33``); unset: the
+    installed vLLM's, else advisor.vllm_facts.DEFAULT_VERSION. ``--vllm-version`` ranks above it."""
+
+    @field_validator("vllm_version")
+    @classmethod
+    def _supported_vllm(cls, value: str | None) -> str | None:
+        from advisor.vllm_facts import is_supported, versions
+
+        if value and not is_supported(value):
+            raise ValueError(f"vLLM {value} is not supported; supported: {', '.join(versions())}")
+        return value or None
 
     @field_validator("catalog_dirs", "rules_dirs", mode="before")
     @classmethod

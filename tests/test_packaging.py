@@ -31,7 +31,7 @@ def test_wheel_contains_data_folders(wheel):
     for folder in ("rules", "templates", "calibration", "catalog"):
         assert any(n.startswith(f"advisor/_data/{folder}/") for n in names), folder
     assert "advisor/_data/catalog/models/meta-llama/Llama-3.1-70B/config.json" in names
-    assert "advisor/_data/templates/vllm-0.32/launch.sh.j2" in names
+    assert "advisor/_data/templates/vllm/launch.sh.j2" in names
     assert "advisor/_data/templates/report/report.html.j2" in names  # advisor report's page
 
 

@@ -1,14 +1,15 @@
-"""Contract: every argv that advisor.render.flags emits is accepted, with the intended values, by
-vLLM 0.32's own `serve` argument parser and config classes (run in the vLLM test venv).
+"""Contract: every argv that advisor.render.flags emits for a vLLM version is accepted, with the
+intended values, by that release's own `serve` argument parser and config classes.
 
-The venv comes from scripts/setup_vllm_venv.sh (default .cache/vllm-venv, or $ADVISOR_VLLM_VENV).
-All cases run in one subprocess: importing vLLM takes ~10 s on 2 cores.
+Each supported version (advisor.vllm_facts) runs against its own code: 0.32 in the vLLM test venv
+(scripts/setup_vllm_venv.sh, default .cache/vllm-venv or $ADVISOR_VLLM_VENV), 0.26 and 0.33 as wheels
+beside it (scripts/setup_vllm_parsers.sh; tests/vllm_helpers/versions.py). All cases of one version
+run in one subprocess: importing vLLM takes ~10 s on 2 cores.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import shlex
 import subprocess
 from pathlib import Path
@@ -17,20 +18,16 @@ import pytest
 
 from advisor.plan.decision import Decision, SuffixParams
 from advisor.render.flags import serve_argv
+from advisor.vllm_facts import facts
+from tests.vllm_helpers.versions import ALL, vllm_env, vllm_python
+
+__all__ = ["vllm_python"]
 
 pytestmark = pytest.mark.vllm
 
 ROOT = Path(__file__).resolve().parents[1]
 HELPER = ROOT / "tests" / "vllm_helpers" / "parse_args.py"
 MODEL = "meta-llama/Llama-3.1-8B-Instruct"
-
-
-def vllm_python() -> Path:
-    venv = Path(os.environ.get("ADVISOR_VLLM_VENV", ROOT / ".cache" / "vllm-venv"))
-    python = venv / "bin" / "python"
-    if not python.exists():
-        pytest.skip(f"no vLLM test venv at {venv}: run scripts/setup_vllm_venv.sh")
-    return python
 
 
 CASES: dict[str, Decision] = {
@@ -57,10 +54,10 @@ def _roundtrip(argv: list[str]) -> list[str]:
     return again
 
 
-def _run_parser(cases: list[dict]) -> dict[str, dict]:
-    env = {**os.environ, "VLLM_TARGET_DEVICE": "cpu", "VLLM_LOGGING_LEVEL": "ERROR"}
+def _run_parser(version: str, cases: list[dict]) -> dict[str, dict]:
+    python, env = vllm_env(version)
     proc = subprocess.run(
-        [str(vllm_python()), str(HELPER)],
+        [str(python), str(HELPER)],
         input=json.dumps(cases),
         capture_output=True,
         text=True,
@@ -69,18 +66,29 @@ def _run_parser(cases: list[dict]) -> dict[str, dict]:
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     payload = proc.stdout.rsplit("@@RESULT@@", 1)[-1]
-    return {r["id"]: r for r in json.loads(payload)}
+    out = {r["id"]: r for r in json.loads(payload)}
+    got = out.pop("@version")["values"]
+    # The release under test really is the one imported (not the venv's 0.32 through a wrong PYTHONPATH).
+    assert got["version"].startswith(facts(version).release), got
+    return out
+
+
+@pytest.fixture(scope="module", params=ALL)
+def version(request) -> str:
+    """Each supported vLLM version in turn; the rendered argv and the parser are that version's."""
+    return request.param
 
 
 @pytest.fixture(scope="module")
-def parsed(tmp_path_factory) -> dict[str, dict]:
+def parsed(tmp_path_factory, version: str) -> dict[str, dict]:
+    vllm_env(version)  # skip (or fail where required) before rendering anything
     cases = []
     for case_id, decision in CASES.items():
-        argv = _roundtrip(serve_argv(MODEL, decision))
+        argv = _roundtrip(serve_argv(MODEL, decision, version))
         assert argv[:3] == ["vllm", "serve", MODEL]
         cases.append({"id": case_id, "argv": argv[2:]})
     for case_id, decision in LAYOUT_CASES.items():
-        cases.append({"id": f"layout_{case_id}", "argv": _roundtrip(serve_argv(MODEL, decision))[2:]})
+        cases.append({"id": f"layout_{case_id}", "argv": _roundtrip(serve_argv(MODEL, decision, version))[2:]})
     # Negative cases: vLLM must reject these, or the contract above proves nothing.
     cases.append({"id": "bogus_flag", "argv": [MODEL, "--no-such-flag", "1"]})
     bad_spec = json.dumps({"method": "suffix", "num_speculative_tokens": 8, "suffix_decoding_min_token_prob": 2.0})
@@ -90,28 +98,28 @@ def parsed(tmp_path_factory) -> dict[str, dict]:
     from advisor.probe.configs import parse_configs, probe_flags
 
     for cfg in parse_configs("vanilla,suffix:16,ngram:4,suffix:8@gmu=0.8@max_model_len=4096"):
-        argv = _roundtrip([MODEL, *probe_flags(cfg, Decision(max_model_len=8192))])
+        argv = _roundtrip([MODEL, *probe_flags(cfg, Decision(max_model_len=8192), version)])
         cases.append({"id": f"probe_{cfg.label}", "argv": argv})
     # The rendered files: what launch.sh really passes to vllm (a recording fake on PATH), and
     # what systemd would pass from the unit's ExecStart=, both parsed by vLLM.
-    tmp = tmp_path_factory.mktemp("rendered")
+    tmp = tmp_path_factory.mktemp(f"rendered-{version}")
     for case_id, decision in RENDERED.items():
-        launch_argv, unit_argv = _rendered_argv(tmp / case_id, decision)
+        launch_argv, unit_argv = _rendered_argv(tmp / case_id, decision, version)
         assert launch_argv == unit_argv
         assert launch_argv[0] == "serve"
         cases.append({"id": f"rendered_{case_id}", "argv": launch_argv[1:]})
-    cases.append({"id": "k8s_lws_leader", "argv": _lws_leader_argv()[1:]})
-    return _run_parser(cases)
+    cases.append({"id": "k8s_lws_leader", "argv": _lws_leader_argv(version)[1:]})
+    return _run_parser(version, cases)
 
 
-def _lws_leader_argv() -> list[str]:
+def _lws_leader_argv(version: str) -> list[str]:
     """The `vllm` argv of the LeaderWorkerSet leader pod for 16 GPUs (Kubernetes' $$ rule applied)."""
     from advisor.render.containers import render_k8s
     from advisor.render.target import make_target
     from tests.test_render_containers import _unk8s, lws_pods
 
     d = RENDERED["multinode_16_on_8"]
-    files = render_k8s(make_target(MODEL, d, resolve=False), d, image="vllm/vllm-openai:v0.32.0")
+    files = render_k8s(make_target(MODEL, d, resolve=False), d, version=version, image="vllm/vllm-openai:latest")
     args = [_unk8s(a) for a in lws_pods(files)["leader"]["spec"]["containers"][0]["args"]]
     assert args[1] == "vllm-leader" and args[2] == "serve"
     return args[2:]
@@ -142,7 +150,7 @@ LAYOUT_CASES: dict[str, Decision] = {
 SERVED = "llama 70b (prod)"
 
 
-def _rendered_argv(folder: Path, decision: Decision) -> tuple[list[str], list[str]]:
+def _rendered_argv(folder: Path, decision: Decision, version: str) -> tuple[list[str], list[str]]:
     from advisor.render.files import render_files
     from advisor.render.write import write_files
     from tests.render_helpers import unit as sd
@@ -152,7 +160,7 @@ def _rendered_argv(folder: Path, decision: Decision) -> tuple[list[str], list[st
     ray = fake.parent / "ray"  # multi-node: the head script starts Ray and waits for 2 nodes
     ray.write_text("#!/bin/sh\n[ \"$1\" = status ] && printf 'Active:\\n 1 node_a\\n 1 node_b\\nPending:\\n'\nexit 0\n")
     ray.chmod(0o755)
-    files = render_files(MODEL, decision, vllm_bin=str(fake), host="0.0.0.0", port=8001, served_model_name=SERVED)
+    files = render_files(MODEL, decision, version=version, vllm_bin=str(fake), host="0.0.0.0", port=8001, served_model_name=SERVED)
     write_files(folder / "out", files)
     report = folder / "report.json"
     env = {"PATH": f"{fake.parent}:/usr/bin:/bin", "ADVISOR_SKIP_PREFLIGHT": "1", "FAKE_OUT": str(report),

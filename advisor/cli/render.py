@@ -8,12 +8,12 @@ import typer
 
 from advisor.cli import options as o
 from advisor.cli.app import app
-from advisor.cli.common import JsonOpt, emit_json, model_arg, settings, table
+from advisor.cli.common import JsonOpt, emit_json, model_arg, table, vllm_choice
 
 FORMATS = ("systemd", "k8s", "compose")
 
 
-def _summary(rec, target, fmt: str, warnings: list[str]) -> str:
+def _summary(rec, target, fmt: str, warnings: list[str], vllm) -> str:
     from advisor.render.files import summary_line
 
     mem = rec.memory or {}
@@ -21,6 +21,7 @@ def _summary(rec, target, fmt: str, warnings: list[str]) -> str:
     rows = [
         ("model", target.model),
         ("host", f"{rec.host.gpus}x{rec.host.gpu} ({rec.host.origin})"),
+        ("vLLM", f"{vllm.version} ({vllm.why})"),
         ("configuration", summary_line(rec.decision)),
         ("memory", verdict if mem else "not planned"),
         ("serves", f"http://{target.host}:{target.port} ({fmt})"),
@@ -47,7 +48,8 @@ def render_cmd(
     served_model_name: str = typer.Option(None, "--served-model-name", help="Model name clients send (default: MODEL)."),
     env: list[str] = typer.Option(None, "--env", metavar="NAME[=VALUE]", help="Extra variable for vllm.env (repeatable); NAME alone copies it from this environment, e.g. --env HF_TOKEN --env VLLM_API_KEY, so secrets stay off the command line."),
     gpus_per_node: int = typer.Option(None, "--gpus-per-node", min=1, help="GPUs in one node (default 8): a layout needing more is rendered multi-node (TP inside a node, PP across nodes, Ray)."),
-    image: str = typer.Option("vllm/vllm-openai:v0.32.0", "--image", help="Container image for --format k8s/compose."),
+    image: str = typer.Option(None, "--image", help="Container image for --format k8s/compose (default: vllm/vllm-openai:v<release of --vllm-version>, e.g. v0.33.0)."),
+    vllm_version: str = o.VLLM_VERSION,
     force: bool = typer.Option(False, "--force", help="Overwrite existing files, and render even a configuration the memory plan says does not boot."),
     json_out: bool = JsonOpt,
 ) -> None:  # fmt: skip
@@ -63,6 +65,7 @@ def render_cmd(
 
     if fmt not in FORMATS:
         raise UsageError(f"--format {fmt!r}: choose one of {', '.join(FORMATS)}")
+    vllm = vllm_choice(vllm_version)
     extra_env = parse_env_options(env)
     args = dict(gpu=gpu, gpus=gpus, tp=tp, corpus=corpus, tokenizer=tokenizer, concurrency=concurrency,
                 max_model_len=max_model_len, k=k, gmu=gmu)  # fmt: skip
@@ -72,22 +75,30 @@ def render_cmd(
                          served_model_name=served_model_name, extra_env=extra_env, resolve=fmt == "systemd")  # fmt: skip
     warnings = list(rec.warnings) + list(target.warnings)
     warnings += check_boots(rec, lambda n: build_recommendation(model, **{**args, "gpus": n, "tp": None}), force=force)
-    files, more = _render(fmt, target, rec, gpus_per_node=gpus_per_node or 8, image=image)
+    warnings += [vllm.note] if vllm.note else []
+    files, more = _render(fmt, target, rec, gpus_per_node=gpus_per_node or 8, image=image or default_image(vllm.version),
+                          version=vllm.version)  # fmt: skip
     warnings += more
     written = write_files(out, files, force=force)
     if json_out:
-        emit_json({"files": [str(p) for p in written], "format": fmt, "warnings": warnings,
+        emit_json({"files": [str(p) for p in written], "format": fmt, "warnings": warnings, "vllm": vllm.model_dump(),
                    "recommendation": rec.model_dump(mode="json")})  # fmt: skip
         return
-    print(_summary(rec, target, fmt, warnings))
+    print(_summary(rec, target, fmt, warnings, vllm))
     for p in written:
         print(f"wrote {p}" + (" (mode 0600: holds the env, secrets included)" if mode_for(p.name) == 0o600 else ""))
 
 
-def _render(fmt: str, target, rec, *, gpus_per_node: int, image: str) -> tuple[dict[str, str], list[str]]:
+def default_image(version: str) -> str:
+    """vLLM's OpenAI-server image of the release ``version``'s facts were read from."""
+    from advisor.vllm_facts import facts
+
+    return f"vllm/vllm-openai:v{facts(version).release}"
+
+
+def _render(fmt: str, target, rec, *, gpus_per_node: int, image: str, version: str) -> tuple[dict[str, str], list[str]]:
     from advisor.render.files import render_target
 
-    version = settings().vllm_version
     if fmt == "systemd":
         return render_target(target, rec.decision, version=version, host_dsa_queues=rec.host_dsa_queues,
                              gpus_per_node=gpus_per_node), []  # fmt: skip

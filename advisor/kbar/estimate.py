@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from advisor.errors import DataError, UsageError
 from advisor.kbar.formats import FORMATS, ReadStats, iter_samples
 from advisor.kbar.replay import ReplayConfig, new_cache, replay
+from advisor.vllm_facts import facts as _vllm
 from advisor.kbar.stats import (
     Counts,
     bootstrap,
@@ -217,10 +218,10 @@ def estimate_kbar(
     until_ci: float | None = None,
     check_every: int = 200,
     fmt: str = "auto",
-    max_tree_depth: int = 24,
-    max_cached_requests: int = 10000,
-    max_spec_factor: float = 1.0,
-    min_token_prob: float = 0.1,
+    max_tree_depth: int = _vllm().suffix_max_tree_depth,
+    max_cached_requests: int = _vllm().suffix_max_cached_requests,
+    max_spec_factor: float = _vllm().suffix_max_spec_factor,
+    min_token_prob: float = _vllm().suffix_min_token_prob,
     max_model_len: int | None = None,
     resamples: int = 1000,
     ci_level: float = 0.95,

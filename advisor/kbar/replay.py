@@ -41,6 +41,7 @@ from typing import Any
 import numpy as np
 
 from advisor.errors import DependencyError, UsageError
+from advisor.vllm_facts import facts as _vllm
 
 INSTALL_HINT = (
     "Arctic Inference (the suffix-decoding cache vLLM uses) is not installed in this Python "
@@ -55,14 +56,14 @@ class ReplayConfig:
 
     num_speculative_tokens: int = 32
     """K. No default in vLLM for suffix (speculative.py:1602-1605 falls back to max_tree_depth); 32 is the seed's."""
-    max_tree_depth: int = 24
-    """``suffix_decoding_max_tree_depth`` (speculative.py:505)."""
-    max_cached_requests: int = 10000
-    """``suffix_decoding_max_cached_requests`` (speculative.py:509); 0 disables the global tree."""
-    max_spec_factor: float = 1.0
-    """``suffix_decoding_max_spec_factor`` (speculative.py:515): draft <= factor * match length."""
-    min_token_prob: float = 0.1
-    """``suffix_decoding_min_token_prob`` (speculative.py:520)."""
+    max_tree_depth: int = _vllm().suffix_max_tree_depth
+    """``suffix_decoding_max_tree_depth`` (advisor.vllm_facts)."""
+    max_cached_requests: int = _vllm().suffix_max_cached_requests
+    """``suffix_decoding_max_cached_requests`` (advisor.vllm_facts); 0 disables the global tree."""
+    max_spec_factor: float = _vllm().suffix_max_spec_factor
+    """``suffix_decoding_max_spec_factor`` (advisor.vllm_facts): draft <= factor * match length."""
+    min_token_prob: float = _vllm().suffix_min_token_prob
+    """``suffix_decoding_min_token_prob`` (advisor.vllm_facts)."""
     concurrency: int = 1
     """Requests in flight; new ones are admitted in arrival order as slots free up."""
     max_model_len: int | None = None

@@ -6,25 +6,25 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from advisor.vllm_facts import facts as _vllm
+
 CudagraphMode = Literal["NONE", "PIECEWISE", "FULL", "FULL_DECODE_ONLY", "FULL_AND_PIECEWISE"]
 """Values of vLLM's ``CompilationConfig.cudagraph_mode`` (vllm/config/compilation.py, CUDAGraphMode)."""
 
 
 class SuffixParams(BaseModel):
     """Suffix-decoding knobs of vLLM's SpeculativeConfig; defaults are vLLM's
-    (vllm/config/speculative.py: suffix_decoding_max_tree_depth=24,
-    suffix_decoding_max_cached_requests=10000, suffix_decoding_max_spec_factor=1.0,
-    suffix_decoding_min_token_prob=0.1)."""
+    (vllm/config/speculative.py suffix_decoding_*, read from advisor.vllm_facts)."""
 
     model_config = ConfigDict(extra="forbid")
 
-    max_tree_depth: int = Field(default=24, ge=1)
+    max_tree_depth: int = Field(default=_vllm().suffix_max_tree_depth, ge=1)
     """Longest prompt+output suffix the tree indexes (also caps the draft)."""
-    max_cached_requests: int = Field(default=10000, ge=0)
+    max_cached_requests: int = Field(default=_vllm().suffix_max_cached_requests, ge=0)
     """Finished requests kept in the global tree (FIFO eviction)."""
-    max_spec_factor: float = Field(default=1.0, gt=0)
+    max_spec_factor: float = Field(default=_vllm().suffix_max_spec_factor, gt=0)
     """Draft length cap as a multiple of the matched prefix length."""
-    min_token_prob: float = Field(default=0.1, ge=0, le=1)
+    min_token_prob: float = Field(default=_vllm().suffix_min_token_prob, ge=0, le=1)
     """Minimum estimated probability of a drafted token."""
 
 

@@ -78,7 +78,9 @@ def apply_search(rec, profile: ModelProfile, rules, settings, query: LayoutQuery
     plan = plan_memory(replica_profile(profile, c.layout, c.method), gpu, decision, num_gpus=c.layout.tp, search=False)
     pred = dict(rec.prediction or {})
     n = c.figures.running_per_replica
-    sp = _predict(c.layout.tp, n, min(c.k or k_rules, 12) if c.method == "suffix" else min(k_rules, 12))
+    from advisor.predict.kbar_prior import max_draft
+
+    sp = _predict(c.layout.tp, n, max_draft(c.k or k_rules) if c.method == "suffix" else max_draft(k_rules))
     if sp is not None:
         pred.update(sp.model_dump(mode="json"))
         pred["measured"] = (rec.prediction or {}).get("measured")

@@ -31,17 +31,10 @@ DEFAULT_BLOCK_SIZE = _facts().block_size
 """vllm/config/cache.py CacheConfig.DEFAULT_BLOCK_SIZE (tokens per KV block; advisor.vllm_facts)."""
 VOCAB_PADDING = 64
 """vllm/model_executor/layers/vocab_parallel_embedding.py DEFAULT_VOCAB_PADDING_SIZE."""
-BIG_GPU_MIB = 160 * 1024
-"""vllm/engine/arg_utils.py get_batch_defaults: ``device_memory >= 160 * GiB_bytes`` selects the
-largest defaults (B200/B300/MI300X class)."""
-MID_GPU_MIB = 70 * 1024
-"""Same function: ``>= 70 GiB and "a100" not in device_name`` (H100/H200 class)."""
-BATCH_DEFAULTS = {"big": (16384, 1024), "mid": (8192, 1024), "small": (2048, 256)}
-"""(max_num_batched_tokens, max_num_seqs) for UsageContext.OPENAI_API_SERVER in get_batch_defaults."""
 MIN_PER_GRAPH_BYTES = 1 * MiB
 """gpu_model_runner.py profile_cudagraph_memory: ``per_graph = max(mem_samples[1], 1 << 20)``."""
 DEFAULT_GRAPH_CAP = {"sm100": _facts().graph_cap_sm100, "other": _facts().graph_cap}
-"""vllm/config/vllm.py _set_cudagraph_sizes: ``1024 if is_device_capability_family(100) else 512``."""
+"""vllm/config/vllm.py _set_cudagraph_sizes' cap per GPU family (advisor.vllm_facts graph_cap_sm100, graph_cap)."""
 SAMPLER_BYTES_PER_LOGIT = 16
 """Live bytes per (row, vocab) element at the peak of the sampler warm-up
 (gpu_model_runner.py _dummy_sampler_run -> v1/sample/sampler.py Sampler.forward): bf16 logits (2),
@@ -161,13 +154,9 @@ def weights_per_gpu(profile: ModelProfile, tp: int) -> WeightSplit:
 
 
 def batch_defaults(gpu: GpuSpec) -> tuple[int, int]:
-    """vLLM's default (max_num_batched_tokens, max_num_seqs) for the OpenAI server on ``gpu``."""
-    if gpu.memory_mib >= BIG_GPU_MIB:
-        return BATCH_DEFAULTS["big"]
-    names = " ".join([gpu.name, *gpu.aliases]).lower()
-    if gpu.memory_mib >= MID_GPU_MIB and "a100" not in names:
-        return BATCH_DEFAULTS["mid"]
-    return BATCH_DEFAULTS["small"]
+    """vLLM's default (max_num_batched_tokens, max_num_seqs) for the OpenAI server on ``gpu``
+    (vllm/engine/arg_utils.py get_batch_defaults; the tiers are advisor.vllm_facts batch_tiers)."""
+    return _facts().batch_defaults(gpu.memory_mib, " ".join([gpu.name, *gpu.aliases]).lower())
 
 
 def is_sm100(gpu: GpuSpec) -> bool:

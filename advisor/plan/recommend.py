@@ -16,9 +16,8 @@ from advisor.rules.schema import Rule
 from advisor.vllm_facts import facts as _facts
 
 MAX_DRAFT_AT_DEFAULTS = _facts().suffix_draft_cap
-"""Longest suffix draft at vLLM's defaults: match length + draft length ≤ tree depth 24 and draft ≤
-match length (max_spec_factor 1.0), so a draft is at most 24 // 2 tokens (docs/kbar.md;
-advisor.vllm_facts)."""
+"""Longest suffix draft at vLLM's defaults: match length + draft length ≤ the tree depth and draft ≤
+max_spec_factor x match length (advisor.vllm_facts suffix_draft_cap; docs/kbar.md)."""
 # How confident a prediction must be to flip a rule's default (P(suffix wins)).
 FLIP_OFF_BELOW = 0.30
 FLIP_ON_ABOVE = 0.70
@@ -168,7 +167,8 @@ FIXED_BY = {"tensor_parallel_size": "--tp", "max_model_len": "--max-model-len", 
 def _k_trace(k: int, trace: list[str]) -> None:
     if k > MAX_DRAFT_AT_DEFAULTS:
         trace.append(
-            f"K={k}: at vLLM's default suffix_decoding_max_tree_depth (24) and max_spec_factor (1.0) a draft is at most "
+            f"K={k}: at vLLM's default suffix_decoding_max_tree_depth ({_facts().suffix_max_tree_depth}) and max_spec_factor "
+            f"({_facts().suffix_max_spec_factor:g}) a draft is at most "
             f"{MAX_DRAFT_AT_DEFAULTS} tokens in advisor kbar's replays through Arctic Inference (docs/kbar.md), so any "
             f"K >= {MAX_DRAFT_AT_DEFAULTS} drafts the same there; so did real vLLM 0.26.0 behind `vllm serve` on an "
             "H200 at K=32 (advisor probe: 11.1 tokens per draft, none accepted past position 12; "

@@ -9,6 +9,7 @@ from advisor.hardware.gpus import GpuSpec
 from advisor.model.schema import ModelProfile
 from advisor.predict import mechanisms as mech
 from advisor.predict.stepcost import experts_touched
+from advisor.vllm_facts import facts as _vllm
 
 _TERM_WORDS = {
     "host_on": "host state ON (the seed's DSA-queue state; a label of the host, not a mechanism)",
@@ -54,7 +55,8 @@ def explain(profile: ModelProfile, gpu: GpuSpec, tp: int, rows: list, host_state
         else:
             out.append(f"MLA: {backend} takes variable-length queries on {gpu.name}: no prefill-path fallback")
     if spec.graph_mode == "none":
-        out.append(f"CUDA graphs: a {spec.tokens:.0f}-token verification step exceeds vLLM's largest capture size (512): "
+        out.append(f"CUDA graphs: a {spec.tokens:.0f}-token verification step exceeds vLLM's largest capture size "
+                   f"({_vllm().graph_cap}): "
                    "it runs without graphs (vllm/config/vllm.py:_set_cudagraph_sizes)")  # fmt: skip
     else:
         out.append("CUDA graphs: verification batches are not uniform (drafts differ in length), so they replay PIECEWISE "

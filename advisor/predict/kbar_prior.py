@@ -89,7 +89,7 @@ def max_draft(k: int) -> int:
 def kbar_at_k(k_bar: float, k_from: int, k_to: int) -> float:
     """K̄ measured (or assumed) at K = ``k_from``, carried to K = ``k_to``.
 
-    Bound: a draft of at most n = min(K, 12) tokens emits at most 1 + n tokens, so K̄ ≤ 1 + n.
+    Bound: a draft of at most n = max_draft(K) tokens emits at most 1 + n tokens, so K̄ ≤ 1 + n.
     ASSUMED shape between the bounds: each further drafted token is accepted with one constant
     probability a (K̄(n) = 1 + a + … + aⁿ), a solved from ``k_bar`` at ``k_from``. Not fitted: no
     seed run varied K.

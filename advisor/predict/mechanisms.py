@@ -11,11 +11,14 @@ from __future__ import annotations
 
 from typing import Literal
 
+from advisor.vllm_facts import facts as _vllm
+
 QueryLenSupport = Literal["single_only", "uniform", "varlen"]
 GraphMode = Literal["full", "piecewise", "none"]
 
-DEFAULT_MAX_NUM_SEQS = 256
-"""vLLM's default ``max_num_seqs`` on GPUs (vllm/config/scheduler.py, SchedulerConfig)."""
+DEFAULT_MAX_NUM_SEQS = _vllm().batch_tiers[-1].max_num_seqs
+"""vLLM's smallest default ``max_num_seqs`` for the OpenAI server (get_batch_defaults' last tier,
+advisor.vllm_facts; larger GPUs default higher). At K >= 1 every tier gives the same capture cap."""
 
 _GPU_ARCH = {"B200": "sm100", "H200": "sm90", "H100": "sm90", "A100": "sm80", "L40S": "sm89", "MI300X": "rocm"}
 """Compute family of the GPUs in catalog/gpus.yaml (B200 = sm_100, H100/H200 = sm_90 …)."""
@@ -88,7 +91,7 @@ def attention_graph_support(gpu_name: str, attention: str) -> str:
 
 
 def spec_step_graph_mode(
-    tokens_in_step: float, graph_support: str, *, k: int, max_num_seqs: int = DEFAULT_MAX_NUM_SEQS
+    tokens_in_step: float, graph_support: str, *, k: int, max_num_seqs: int = DEFAULT_MAX_NUM_SEQS, sm100: bool = False
 ) -> GraphMode:
     """How a suffix verification step runs under the default ``FULL_AND_PIECEWISE`` mode.
 
@@ -102,7 +105,7 @@ def spec_step_graph_mode(
       and a backend below UNIFORM_BATCH, FULL_AND_PIECEWISE is downgraded to PIECEWISE for the whole
       run (plain decode steps too).
     - vllm/config/vllm.py:VllmConfig._set_cudagraph_sizes: ``max_cudagraph_capture_size =
-      min(max_num_seqs * (1 + K) * 2, 512)``; a batch with more tokens than that gets no graph
+      min(max_num_seqs * (1 + K) * 2, cap)`` (advisor.vllm_facts graph_cap_for: ``sm100`` for compute capability 10.x); a batch with more tokens than that gets no graph
       (the dispatcher returns CUDAGraphMode.NONE) and runs fully eager.
     """
     qlen = 1 + k
@@ -110,7 +113,7 @@ def spec_step_graph_mode(
     # 0.32.0, model runner V1, FULL decode mode): every capture size is rounded up to a multiple of
     # 1 + K and those above the cap dropped, so the largest graph is the last multiple of 1 + K under
     # it (measured: K=32 captures 33, 66, ..., 495 on an H200, calibration/gpu_steps/.../boots.jsonl).
-    cap = min(max_num_seqs * qlen * 2, 512) // qlen * qlen
+    cap = min(max_num_seqs * qlen * 2, _vllm().graph_cap_for(sm100)) // qlen * qlen
     if tokens_in_step > cap:
         return "none"
     del graph_support  # non-uniform batches are piecewise whatever the backend supports

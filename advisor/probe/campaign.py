@@ -28,6 +28,7 @@ from advisor.errors import ProbeError, UsageError
 from advisor.plan.decision import Decision
 from advisor.probe.configs import ProbeConfig, probe_decision, probe_flags
 from advisor.probe.load import LoadSpec
+from advisor.vllm_facts import DEFAULT_VERSION
 from advisor.probe.record import ProbeRecord
 
 if TYPE_CHECKING:
@@ -53,7 +54,7 @@ class CampaignSpec(BaseModel):
     no '/' and no leading '.'); default: derived from the settings (see module doc)."""
     boot_timeout_s: float = Field(default=900.0, gt=0)
     retry_failed: bool = False
-    vllm_version: str = "0.32"
+    vllm_version: str = DEFAULT_VERSION
     """Flag mapping to render with (advisor.render.flags)."""
     @property
     def weights(self) -> str:

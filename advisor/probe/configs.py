@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from advisor.errors import UsageError
 from advisor.plan.decision import Decision, SuffixParams
+from advisor.vllm_facts import DEFAULT_VERSION
 
 DEFAULT_K = {"suffix": 32, "ngram": 4}
 _DECISION_KEYS = {
@@ -110,7 +111,7 @@ def probe_decision(cfg: ProbeConfig, base: Decision) -> Decision:
         raise UsageError(f"configuration {cfg.label!r}: {'.'.join(map(str, first['loc']))}: {first['msg']}") from None
 
 
-def probe_flags(cfg: ProbeConfig, base: Decision, version: str = "0.32") -> list[str]:
+def probe_flags(cfg: ProbeConfig, base: Decision, version: str = DEFAULT_VERSION) -> list[str]:
     """Server flags (no program, no model) for ``cfg`` on top of the campaign's ``base`` Decision."""
     from advisor.render.flags import serve_flags
 

@@ -15,6 +15,7 @@ from advisor.render import quoting
 from advisor.render.files import _environment, base_context, serve_args, summary_line
 from advisor.render.flags import _check_version
 from advisor.render.target import Target
+from advisor.vllm_facts import DEFAULT_VERSION
 
 STARTUP_MINUTES = 60
 # LeaderWorkerSet pods (vLLM's docs/deployment/frameworks/lws.md pattern): the leader starts the Ray
@@ -71,7 +72,7 @@ def _env(version: str):
     return env
 
 
-def render_k8s(target: Target, decision: Decision, *, version: str = "0.32", image: str, gpu: str | None = None,
+def render_k8s(target: Target, decision: Decision, *, version: str = DEFAULT_VERSION, image: str, gpu: str | None = None,
                weight_bytes: int | None = None, gpus_per_node: int | None = None) -> dict[str, str]:  # fmt: skip
     """vllm-secret.yaml (0600) and vllm-deployment.yaml; for a layout larger than one node,
     vllm-lws.yaml (LeaderWorkerSet: Ray head + vLLM in the leader pod, Ray workers) instead."""
@@ -92,7 +93,7 @@ def render_k8s(target: Target, decision: Decision, *, version: str = "0.32", ima
     return {name: env.get_template(f"{name}.j2").render(**ctx) for name in names}
 
 
-def render_compose(target: Target, decision: Decision, *, version: str = "0.32", image: str, gpu: str | None = None) -> dict[str, str]:
+def render_compose(target: Target, decision: Decision, *, version: str = DEFAULT_VERSION, image: str, gpu: str | None = None) -> dict[str, str]:
     """compose.yaml (0600: its environment holds the env, secrets included)."""
     major_minor = _check_version(version)
     ctx = _context(target, decision, major_minor, image=image, gpu=gpu, gpus=decision.tensor_parallel_size * decision.data_parallel_size)

@@ -1,4 +1,8 @@
-"""Render launch.sh, vllm.service and vllm.env from templates/vllm-<version>/ (Jinja2, StrictUndefined)."""
+"""Render launch.sh, vllm.service and vllm.env from the templates (Jinja2, StrictUndefined).
+
+Templates are looked up in ``templates/vllm-<major.minor>/`` first and then in the shared
+``templates/vllm/``: a version gets its own file only where its text really differs.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +14,7 @@ from advisor.plan.decision import Decision
 from advisor.render import quoting
 from advisor.render.flags import _check_version, serve_argv
 from advisor.render.target import Target, make_target
+from advisor.vllm_facts import DEFAULT_VERSION
 
 FILES = ("launch.sh", "vllm.service", "vllm.env")
 MULTINODE_FILES = ("ray-worker.sh", "vllm-ray-worker.service")
@@ -41,16 +46,23 @@ RAY_WAIT_SCRIPT = (
 )
 
 
+def template_dirs(version: str) -> list[str]:
+    """Where ``version``'s templates are looked up, in order: its own folder (if any), then the shared one."""
+    from advisor.paths import data_path
+
+    root = data_path("templates")
+    shared = root / "vllm"
+    if not shared.is_dir():
+        raise UsageError(f"no vLLM templates under {root}: the installation is incomplete; reinstall advisor")
+    own = root / f"vllm-{version}"
+    return [str(p) for p in (own, shared) if p.is_dir()]
+
+
 def _environment(version: str):
     from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
-    from advisor.paths import data_path
-
-    folder = data_path("templates") / f"vllm-{version}"
-    if not folder.is_dir():
-        raise UsageError(f"no templates for vLLM {version} under {folder.parent}")
     env = Environment(
-        loader=FileSystemLoader(str(folder)),
+        loader=FileSystemLoader(template_dirs(version)),
         undefined=StrictUndefined,
         autoescape=False,
         keep_trailing_newline=True,
@@ -90,7 +102,7 @@ def serve_args(target: Target, decision: Decision, version: str) -> list[str]:
     return [*serve_argv(target.model, decision, version)[1:], *target.parallel_args, *target.deploy_args()]
 
 
-def render_target(target: Target, decision: Decision, *, version: str = "0.32", host_dsa_queues: str | None = None,
+def render_target(target: Target, decision: Decision, *, version: str = DEFAULT_VERSION, host_dsa_queues: str | None = None,
                   gpus_per_node: int | None = None) -> dict[str, str]:  # fmt: skip
     """The files for an already validated target (pure): launch.sh, vllm.service, vllm.env, and for
     a layout larger than one node (advisor.render.multinode) ray-worker.sh and vllm-ray-worker.service."""
@@ -129,7 +141,7 @@ def render_files(
     model: str,
     decision: Decision,
     *,
-    version: str = "0.32",
+    version: str = DEFAULT_VERSION,
     vllm_bin: str = "vllm",
     env_file: str = "/etc/vllm/vllm.env",
     unit_name: str = "vllm.service",

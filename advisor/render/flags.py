@@ -1,7 +1,7 @@
 """Decision -> ``vllm serve`` arguments, per vLLM version. Pure; returns argv lists (never shell strings).
 
-Flag names checked against vLLM's own parser in tests (tests/test_vllm_contract.py) with
-``vllm.entrypoints.openai.cli_args.make_arg_parser`` and ``vllm.engine.arg_utils.EngineArgs``.
+Flag names checked in tests (tests/test_vllm_contract.py) against each supported release's own
+``make_arg_parser`` (advisor.vllm_facts parser_module) and ``vllm.engine.arg_utils.EngineArgs``.
 """
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 
 from advisor.plan.decision import Decision
+from advisor.vllm_facts import DEFAULT_VERSION, facts, versions
 
 # Env vars each targeted vLLM line reads (vllm/envs.py), plus torch's allocator setting and the
 # Arctic Inference plugin switch. Anything else a rule sets is build-specific (e.g. the write-up's
@@ -28,22 +29,25 @@ UPSTREAM_ENV = frozenset(
 # Upstream vLLM does not read these; they are rendered only when a rule turns dsa_env on.
 DSA_ENV = {"VLLM_LHC_DSA": "1", "VLLM_LEVER_N9": "1", "VLLM_LHC_DSA_MIN": "65536"}
 
-SUPPORTED_VERSIONS = ("0.32",)
+SUPPORTED_VERSIONS = tuple(versions())
+"""vLLM lines with a facts table (advisor.vllm_facts); the flags below are accepted by each one's parser."""
 
 
 def _check_version(version: str) -> str:
-    major_minor = ".".join(version.split(".")[:2])
-    if major_minor not in SUPPORTED_VERSIONS:
+    """``version`` as major.minor; UsageError (exit 2) naming the supported ones otherwise."""
+    from advisor.vllm_facts import is_supported, major_minor
+
+    if not is_supported(version):
         from advisor.errors import UsageError
 
         raise UsageError(
-            f"vLLM {version} has no flag mapping; supported: {', '.join(SUPPORTED_VERSIONS)} "
-            "(set ADVISOR_VLLM_VERSION or --vllm-version)"
+            f"vLLM {version} is not supported; supported: {', '.join(SUPPORTED_VERSIONS)} "
+            "(pass --vllm-version or set ADVISOR_VLLM_VERSION to one of them)"
         )
-    return major_minor
+    return major_minor(version)
 
 
-def serve_flags(decision: Decision, version: str = "0.32") -> list[str]:
+def serve_flags(decision: Decision, version: str = DEFAULT_VERSION) -> list[str]:
     """Engine flags for ``decision`` (without the program and model)."""
     _check_version(version)
     d = decision
@@ -61,11 +65,13 @@ def serve_flags(decision: Decision, version: str = "0.32") -> list[str]:
     compilation = {"cudagraph_mode": d.cudagraph_mode}
     flags += ["--compilation-config", json.dumps(compilation, separators=(",", ":"))]
     spec = d.speculative_config()
+    if spec is not None and spec["method"] == "mtp":  # the advisor's name -> this vLLM's
+        spec = {**spec, "method": facts(version).mtp_method}
     if spec is not None:
         flags += ["--speculative-config", json.dumps(spec, separators=(",", ":"))]
     return flags
 
 
-def serve_argv(model: str, decision: Decision, version: str = "0.32", *, program: tuple[str, ...] = ("vllm", "serve")) -> list[str]:
+def serve_argv(model: str, decision: Decision, version: str = DEFAULT_VERSION, *, program: tuple[str, ...] = ("vllm", "serve")) -> list[str]:
     """Full command: ``vllm serve MODEL FLAGS…``."""
     return [*program, model, *serve_flags(decision, version)]

@@ -3,8 +3,9 @@
 stdin: JSON list of {"id": str, "argv": [str, ...]} where argv is what follows `vllm serve`
 (MODEL then flags). stdout: one JSON list of {"id", "ok", "error", "values"}.
 
-For each case: parse with make_arg_parser(FlexibleArgumentParser()) (vLLM 0.32 keeps it in
-vllm.entrypoints.launchers.cli_args; older lines in vllm.entrypoints.openai.cli_args), build
+For each case: parse with make_arg_parser(FlexibleArgumentParser()) from $ADVISOR_PARSER_MODULE
+(advisor.vllm_facts parser_module of the release under test: 0.26 vllm.entrypoints.openai.cli_args,
+0.32 vllm.entrypoints.launchers.cli_args, 0.33 vllm.entrypoints.common.cli_args), build
 AsyncEngineArgs.from_cli_args, then validate the JSON-valued flags with vLLM's own config classes
 (SpeculativeConfig, CompilationConfig) as far as that is possible without loading a model.
 """
@@ -20,14 +21,23 @@ import sys
 os.environ.setdefault("VLLM_TARGET_DEVICE", "cpu")
 
 
+def pin_cpu_platform() -> None:
+    """A release installed by scripts/setup_vllm_parsers.sh is a CUDA wheel without its kernels: it
+    cannot infer its platform on this CPU machine, so it is given vLLM's own CPU platform."""
+    if os.environ.get("ADVISOR_PIN_CPU_PLATFORM") == "1":
+        import vllm.platforms as platforms
+        from vllm.platforms.cpu import CpuPlatform
+
+        platforms._current_platform = CpuPlatform()
+
+
 def _parser():
+    import importlib
+
     from vllm.utils.argparse_utils import FlexibleArgumentParser
 
-    try:
-        from vllm.entrypoints.launchers.cli_args import make_arg_parser  # vLLM 0.32
-    except ImportError:  # older vLLM lines
-        from vllm.entrypoints.openai.cli_args import make_arg_parser
-    return make_arg_parser(FlexibleArgumentParser(prog="vllm serve"))
+    module = importlib.import_module(os.environ.get("ADVISOR_PARSER_MODULE", "vllm.entrypoints.launchers.cli_args"))
+    return module.make_arg_parser(FlexibleArgumentParser(prog="vllm serve"))
 
 
 def _jsonable(value):
@@ -113,7 +123,10 @@ def check(argv: list[str]) -> dict:
 
 def main() -> int:
     cases = json.load(sys.stdin)
-    out = []
+    pin_cpu_platform()
+    import vllm
+
+    out = [{"id": "@version", "ok": True, "error": None, "values": {"version": vllm.__version__, "file": vllm.__file__}}]
     for case in cases:
         try:
             result = check(case["argv"])

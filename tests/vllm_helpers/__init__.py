@@ -1,0 +1,1 @@
+"""Helpers that run inside (or start) the vLLM test venv."""
