@@ -274,7 +274,10 @@ def step_cost(p: ModelProfile, gpu: GpuSpec, tp: int, s: StepShape) -> StepCost:
     tokens = s.seqs * s.tokens_per_seq
     support = mech.attention_graph_support(gpu.name, p.attention)
     if s.spec and s.tokens_per_seq > 1:
-        mode = mech.spec_step_graph_mode(tokens, support, k=s.k)
+        # The release build's capture cap is the targeted vLLM's (1024 on sm_100 since 0.32); the seed
+        # build's is not known and stays at the 512 its rows were fitted with.
+        sm100 = s.build == "release" and mech.gpu_arch(gpu.name) == "sm100"
+        mode = mech.spec_step_graph_mode(tokens, support, k=s.k, sm100=sm100)
     else:
         mode = mech.plain_step_graph_mode(support, spec_enabled=s.spec)
     wb = weight_bytes_read(p, tokens, tp)
