@@ -80,8 +80,14 @@ def test_mla_prefill_fallback_depends_on_the_backend(r1):
 def test_large_verification_batches_lose_cuda_graphs(llama70):
     assert mech.spec_step_graph_mode(200, "uniform_batch", k=32) == "piecewise"
     assert mech.spec_step_graph_mode(600, "uniform_batch", k=32) == "none"
-    big = r_ratio(llama70, get_gpu("B200"), 8, concurrency=32, draft_tokens=20, context=2000)
+    # 32 x 21 = 672 tokens: above the 495-token cap of H200 (512 cap) and of the seed build, under
+    # B200's 990 (vLLM 0.32's 1024 cap on sm_100, advisor.vllm_facts)
+    big = r_ratio(llama70, get_gpu("H200"), 8, concurrency=32, draft_tokens=20, context=2000)
     assert big.spec.graph_mode == "none" and big.plain.graph_mode == "full"
+    b200 = r_ratio(llama70, get_gpu("B200"), 8, concurrency=32, draft_tokens=20, context=2000)
+    seed = r_ratio(llama70, get_gpu("B200"), 8, concurrency=32, draft_tokens=20, context=2000, build="seed")
+    assert b200.spec.graph_mode == "piecewise" and seed.spec.graph_mode == "none"
+    assert mech.spec_step_graph_mode(672, "uniform_batch", k=32, sm100=True) == "piecewise"
 
 
 def test_mla_prefill_path_uses_the_profiles_head_dims():
