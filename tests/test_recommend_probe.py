@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from advisor.cli.app import main
-from advisor.plan.decision import Decision
+from advisor.domain.decision import Decision
 from advisor.plan.probe_plan import probe_plan
-from advisor.plan.workload import Workload
+from advisor.domain.workload import Workload
 
 FAKE = Path(__file__).resolve().parent / "vllm_helpers" / "fake_vllm.py"
 UNSURE = "deepseek-ai/DeepSeek-R1-Distill-Qwen-32B"  # humaneval: P(win) ≈ 0.39 (the two builds' suffix-step costs disagree)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from advisor.plan.decision import Decision, SuffixParams
+from advisor.domain.decision import Decision, SuffixParams
 from advisor.render.flags import serve_argv
 
 pytestmark = pytest.mark.vllm

@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 
 from advisor.cli import options as o
-from advisor.cli.app import app
+from advisor.cli._app import app
 from advisor.cli.common import JsonOpt, emit_json, model_arg, settings, table
 
 FORMATS = ("systemd", "k8s", "compose")
@@ -16,8 +16,8 @@ FORMATS = ("systemd", "k8s", "compose")
 def _summary(rec, target, fmt: str, warnings: list[str]) -> str:
     from advisor.render.files import summary_line
 
-    mem = rec.memory or {}
-    verdict = ("boots" if mem.get("boots") else "DOES NOT BOOT") + (f": {mem['kv_cache_tokens']:,} KV tokens" if mem.get("boots") else "")
+    mem = rec.memory
+    verdict = ("boots" if mem and mem.boots else "DOES NOT BOOT") + (f": {mem.kv_cache_tokens:,} KV tokens" if mem and mem.boots else "")
     rows = [
         ("model", target.model),
         ("host", f"{rec.host.gpus}x{rec.host.gpu} ({rec.host.origin})"),

@@ -16,7 +16,8 @@ of such rows is reported beside the score.
 from __future__ import annotations
 
 from advisor.predict.dataset import Observation, ProfileFn, SEED_GPU, seed_observations
-from advisor.predict.evaluate import STATES, lomo_fits, score
+from advisor.predict.evaluate import STATES, lomo_fits
+from advisor.predict.score import score
 
 
 def _predictor(fitted, build: str | None):
@@ -37,12 +38,12 @@ def product_decision(o: Observation, profile, fitted, rules, *, own_build: bool 
     """(suffix chosen, in the probe band, P(win)) of ``recommend`` for seed row ``o``: as shipped
     (the prediction averages the release and seed builds' suffix-step costs), or with
     ``own_build`` the costs of the build the row was measured on."""
-    from advisor.plan.host import HostContext
+    from advisor.domain.host import HostContext
     from advisor.plan.recommend import FLIP_OFF_BELOW, FLIP_ON_ABOVE, recommend
     from functools import partial
 
-    from advisor.plan.wiring import planner
-    from advisor.plan.workload import Workload
+    from advisor.plan.planner import planner
+    from advisor.domain.workload import Workload
 
     host = HostContext(gpu=o.gpu or SEED_GPU, gpus=o.tp, origin="seed sweep host", dsa_enabled=o.host_state == "ON")
     workload = Workload(corpus=o.corpus, concurrency=o.concurrency)

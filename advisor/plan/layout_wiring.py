@@ -1,12 +1,15 @@
 """Hook the layout search (advisor.plan.layout) into a Recommendation: one call, after
 :func:`advisor.plan.recommend.recommend`, from the CLI adapter. Loads nothing itself: the probe
-records and cache dir come from the caller (settings are I/O)."""
+records and cache dir come from the caller (advisor.cli.wiring reads them)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from advisor.hardware.gpus import get_gpu
 from advisor.model.schema import ModelProfile
-from advisor.plan.decision import Decision
+from advisor.domain.decision import Decision
+from advisor.domain.recommendation import Recommendation
 from advisor.plan.layout import Candidate, LayoutQuery, LayoutResult, search, why_lost
 from advisor.predict.absolute import Band
 
@@ -14,19 +17,10 @@ SHOWN = 3
 """Runners-up shown in text (``--json`` carries every candidate)."""
 
 
-def _records(settings):
-    from advisor.store import store_path
-
-    if not store_path(settings).is_file():
-        return None
-    from advisor.store import open_store
-
-    with open_store(settings) as store:
-        return [r for r in store.list_records() if r.outcome == "ok"] or None
-
-
-def apply_search(rec, profile: ModelProfile, rules, settings, query: LayoutQuery, *, tp: int | None, k: int | None):
-    """The recommendation with its decision, prediction and memory replaced by the search's winner."""
+def apply_search(rec: Recommendation, profile: ModelProfile, rules, query: LayoutQuery, *, tp: int | None, k: int | None,
+                 records=None, cache_dir: Path | None = None) -> Recommendation:  # fmt: skip
+    """The recommendation with its decision, prediction and memory replaced by the search's winner
+    (``records``: this user's ok probe records; ``cache_dir``: the predictor's fit cache)."""
     from advisor.plan.memory import plan_memory
     from advisor.plan.recommend import build_facts
     from advisor.predict.api import predict
@@ -40,7 +34,6 @@ def apply_search(rec, profile: ModelProfile, rules, settings, query: LayoutQuery
         # A probe on this host outranks the prediction (advisor.plan.recommend._speculate): it fixes
         # suffix on or off; the layout and the other methods are still searched.
         policy = "required" if measured["gain"] > 1.0 else "forbidden"
-    records, cache_dir = _records(settings), settings.data_dir / "cache"
     state = None if host.dsa_enabled is None else ("ON" if host.dsa_enabled else "OFF")
     preds: dict[tuple, object] = {}
 
@@ -95,7 +88,7 @@ def apply_search(rec, profile: ModelProfile, rules, settings, query: LayoutQuery
     if result.limits_missed:
         warnings.append(f"layout search: {result.limits_missed}")
     return rec.model_copy(update={
-        "decision": decision, "prediction": pred, "memory": plan.model_dump(mode="json", exclude={"alternative"}),
+        "decision": decision, "prediction": pred, "memory": plan.verdict(),
         "trace": trace, "warnings": warnings, "candidates": [candidate_json(x, c, query) for x in result.ranked],
     })  # fmt: skip
 

@@ -2,19 +2,18 @@
 
 Pure functions over ``ModelProfile``, ``GpuSpec`` and ``Decision``. The terms and their sources are
 in :mod:`advisor.plan.memory_terms`; the model is written up in docs/memory.md. Rerun the table
-there with ``python -m advisor.plan.memory MODEL --gpu B200 --gpus 8 --gmu 0.85 --k 32 --k 0``.
+there with ``python -m advisor.plan.memory_cli MODEL --gpu B200 --gpus 8 --gmu 0.85 --k 32 --k 0``.
 """
 
 from __future__ import annotations
 
 import math
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from advisor.hardware.gpus import GpuSpec
 from advisor.model.schema import ModelProfile
 from advisor.plan import memory_terms as t
-from advisor.plan.decision import Decision
+from advisor.domain.decision import Decision
+from advisor.domain.memory import Alternative, MemoryPlan, PlanSummary
 
 MAX_GMU = 0.95
 """Highest gpu_memory_utilization the alternative search proposes."""
@@ -32,81 +31,6 @@ LEN_LADDER = (65536, 32768, 16384, 8192, 4096, 2048)
 
 def _gib(n: float) -> float:
     return round(n / t.GiB, 2)
-
-
-class PlanSummary(BaseModel):
-    """The headline numbers of a plan (what an alternative is judged by)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    boots: bool
-    """Whether the engine is predicted to start."""
-    kv_cache_tokens: int
-    """Tokens the KV cache holds (num_gpu_blocks x block_size)."""
-    num_gpu_blocks: int
-    """KV blocks per GPU."""
-    max_concurrency_at_max_len: float
-    """How many requests of max_model_len tokens fit at once."""
-
-
-class Alternative(BaseModel):
-    """The nearest configuration that boots, when the asked one does not."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    decision: Decision
-    """The changed decision (everything else as asked)."""
-    field: str
-    """The Decision field the change touches (``gpu_memory_utilization``, ``num_speculative_tokens`` …)."""
-    plan_summary: PlanSummary
-    """Its predicted outcome."""
-    change: str
-    """What changed, e.g. ``num_speculative_tokens 32 -> 16``."""
-    reason: str
-    """Why this change, in words."""
-
-
-class MemoryPlan(BaseModel):
-    """Predicted start-up memory of one vLLM replica, per GPU."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    boots: bool
-    """Whether the engine is predicted to start (weights fit, at least one block, one full-length request fits)."""
-    kv_cache_tokens: int
-    """Tokens of KV cache (num_gpu_blocks x block_size); 0 when it does not boot."""
-    num_gpu_blocks: int
-    """KV blocks per GPU, as vLLM would log it (0 when the budget is exhausted)."""
-    max_concurrency_at_max_len: float
-    """Requests of max_model_len tokens the cache holds at once."""
-    dominant_term: str
-    """The term (key of terms_gib) that eats the most memory."""
-    terms_gib: dict[str, float]
-    """Per GPU, GiB: budget (gmu x total) = weights + activation_peak + spec_decode_extra +
-    cudagraph + non_torch + kv_cache - deficit; spec_decode_fitted is the fitted part of spec_decode_extra."""
-    reason: str
-    """The verdict in words."""
-    fits_weights: bool
-    """False: the weights alone do not fit in the budget on these GPUs."""
-    min_gpus_for_weights: int | None
-    """Smallest TP at which this model boots without speculation at this gmu and max_model_len
-    (None: not within 64 GPUs)."""
-    alternative: Alternative | None = None
-    """Nearest configuration that boots, when this one does not."""
-    inputs: dict[str, int] = Field(default_factory=dict)
-    """Resolved settings the arithmetic used: max_num_batched_tokens, max_num_seqs, block_size,
-    tensor_parallel_size, cudagraph graphs, block bytes."""
-    notes: list[str] = Field(default_factory=list)
-    """Assumptions and warnings (e.g. a TP size vLLM would reject for this head count)."""
-
-    def summary(self) -> PlanSummary:
-        """The headline numbers."""
-        return PlanSummary(
-            boots=self.boots,
-            kv_cache_tokens=self.kv_cache_tokens,
-            num_gpu_blocks=self.num_gpu_blocks,
-            max_concurrency_at_max_len=self.max_concurrency_at_max_len,
-        )
 
 
 def _core(profile: ModelProfile, gpu: GpuSpec, d: Decision, block_size: int, build: str = "release") -> dict:
@@ -347,9 +271,3 @@ def nearest_bootable(profile: ModelProfile, gpu: GpuSpec, decision: Decision, *,
             return Alternative(decision=cand, field=field, plan_summary=s, change=change,
                                reason=f"{why}: predicted to boot with {s.kv_cache_tokens} KV tokens")
     return None
-
-
-if __name__ == "__main__":  # pragma: no cover - thin edge, see memory_cli
-    from advisor.plan.memory_cli import main
-
-    raise SystemExit(main())

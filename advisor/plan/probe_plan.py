@@ -12,36 +12,10 @@ from __future__ import annotations
 
 import shlex
 
-from pydantic import BaseModel, ConfigDict
-
-from advisor.plan.decision import Decision
-from advisor.plan.workload import Workload
-from advisor.probe.corpus import BUILTIN as PROBE_CORPORA
-
-DEFAULT_PROBE_CORPUS = "humaneval"
-
-
-class ProbePlan(BaseModel):
-    """One probe campaign that would settle an unsure recommendation."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    reason: str
-    model: str
-    corpus: str
-    """A prompt file or a built-in probe corpus."""
-    corpus_note: str | None = None
-    """Set when the probe cannot run on the user's own traffic."""
-    configs: str
-    """``--configs`` value: vanilla and suffix at the recommended K."""
-    tensor_parallel_size: int
-    gpu_memory_utilization: float
-    max_model_len: int
-    concurrency: int
-    argv: list[str]
-    """``advisor probe …`` as an argument vector."""
-    command: str
-    """The same, shell-quoted for copy and paste."""
+from advisor.domain.corpora import DEFAULT_PROBE_CORPUS, PROBE_CORPORA
+from advisor.domain.decision import Decision
+from advisor.domain.probe_plan import ProbePlan
+from advisor.domain.workload import Workload
 
 
 def probe_plan(

@@ -5,12 +5,15 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel
 
+from advisor.domain.corpora import SEED_CORPORA
+from advisor.domain.decision import DSA_ENV, Decision
+from advisor.domain.host import HostContext
+from advisor.domain.recommendation import Recommendation
+from advisor.domain.workload import Workload
 from advisor.model.schema import ModelProfile
-from advisor.plan.decision import Decision
-from advisor.plan.host import HostContext
-from advisor.plan.workload import SEED_CORPORA, Workload
+from advisor.plan.seams import MemoryPlanner, Predictor
 from advisor.rules.engine import RulesOutcome, apply_rules
 from advisor.rules.schema import Rule
 from advisor.vllm_facts import facts as _facts
@@ -22,38 +25,6 @@ advisor.vllm_facts)."""
 # How confident a prediction must be to flip a rule's default (P(suffix wins)).
 FLIP_OFF_BELOW = 0.30
 FLIP_ON_ABOVE = 0.70
-
-
-class Recommendation(BaseModel):
-    """What ``advisor recommend --json`` prints. Top-level names are a stable contract."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    model: dict
-    """The ``advisor inspect --json`` object."""
-    host: HostContext
-    workload: Workload
-    decision: Decision
-    rules_fired: list[dict]
-    """[{id, rationale, severity, source, set}] in the order applied."""
-    warnings: list[str]
-    prediction: dict | None = None
-    """{gain, gain_low, gain_high, p_win, k_bar, r, …} from the K > R predictor at the decision's TP
-    and K, ``measured`` ({gain, k_bar, runs, campaigns} or None): what probes on this host found for
-    this exact deployment (model, traffic, K, GPU, TP, concurrency, no overrides), and
-    ``measured_near`` ([{campaign, gain, k_bar, differs}]): probes of this model, traffic and K that
-    differ in something else (not used to decide)."""
-    memory: dict | None = None
-    """Boot feasibility of the chosen decision (kv_cache_tokens, boots, …)."""
-    trace: list[str] = Field(default_factory=list)
-    """How the speculation choice was reached, step by step."""
-    host_dsa_queues: str | None = None
-    """Host DSA work-queue state the evidence was measured at: enabled / disabled / either."""
-    probe_plan: dict | None = None
-    """When the prediction is unsure: the ``advisor probe`` campaign that settles it (advisor.plan.probe_plan)."""
-    candidates: list[dict] = Field(default_factory=list)
-    """Layout search (issue 15, advisor.plan.layout_wiring): every searched layout x speculative method,
-    best first, with predicted figures and why each lost."""
 
 
 def corpus_kind(workload: Workload) -> str:
@@ -162,7 +133,7 @@ def _speculate(outcome: RulesOutcome, prediction: dict | None, trace: list[str])
 
 FIXED_BY = {"tensor_parallel_size": "--tp", "max_model_len": "--max-model-len", "num_speculative_tokens": "--k",
             "gpu_memory_utilization": "--gmu"}
-"""Decision fields a user's flag sets; the memory planner never changes those (advisor.plan.wiring.planner)."""
+"""Decision fields a user's flag sets; the memory planner never changes those (advisor.plan.planner.planner)."""
 
 
 def _k_trace(k: int, trace: list[str]) -> None:
@@ -189,15 +160,14 @@ def recommend(
     max_model_len: int | None = None,
     num_speculative_tokens: int | None = None,
     gpu_memory_utilization: float | None = None,
-    predictor=None,
-    planner=None,
+    predictor: Predictor | None = None,
+    planner: MemoryPlanner | None = None,
 ) -> Recommendation:
-    """The whole decision. ``predictor(profile, host, workload, k, tp) -> dict | None`` and
-    ``planner(profile, host, decision, fixed) -> (decision, memory dict, trace lines, warnings)`` are
-    injected so that this function stays pure and testable. The prediction is for the final
+    """The whole decision. The :class:`~advisor.plan.seams.Predictor` and the
+    :class:`~advisor.plan.seams.MemoryPlanner` are injected so that this function stays pure and
+    testable (advisor.plan.predictor.predictor and advisor.plan.planner.planner are the real ones). The prediction is for the final
     decision's TP and K (after the memory planner); the user's flags are never changed silently."""
     from advisor.errors import UsageError
-    from advisor.render.flags import DSA_ENV
 
     if tensor_parallel_size is not None:
         why = tp_refusal(profile, tensor_parallel_size)
@@ -293,5 +263,5 @@ def recommend(
         memory=memory,
         trace=trace,
         host_dsa_queues=fields.get("host_dsa_queues"),
-        probe_plan=plan.model_dump() if plan else None,
+        probe_plan=plan,
     )
