@@ -130,3 +130,11 @@ def test_no_circle_between_modules():
 
 def test_the_circle_finder_finds_a_circle():
     assert _circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_the_floors_are_drawn_in_the_docs():
+    doc = (ROOT.parent / "docs" / "architecture.md").read_text()
+    tops = {_module(p).split(".")[1] if "." in _module(p) else "__init__" for p in ROOT.rglob("*.py")}
+    assert tops <= FLOORS.keys(), f"packages without a floor: {sorted(tops - FLOORS.keys())}"
+    missing = sorted(name for name in FLOORS if f"`{name}" not in doc)
+    assert not missing, f"docs/architecture.md does not name {missing} in its floors table"
