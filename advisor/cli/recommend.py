@@ -78,14 +78,14 @@ def _print(rec) -> None:
     ]
     if rec.prediction:
         p = rec.prediction
-        rows.append(("predicted gain", f"x{p['gain']:.2f} [{p['gain_low']:.2f}, {p['gain_high']:.2f}], P(win)={p['p_win']:.2f}, K̄={p['k_bar']:.2f}, R={p['r']:.2f}"))
-        if p.get("r_seed_build") is not None:
-            rows.append(("step-cost ratio R", f"{p['r']:.2f} with suffix-step costs MEASURED on vLLM 0.26.0 (H200), "
-                         f"{p['r_seed_build']:.2f} with the seed build's ASSUMED ones; the gain is their mean"))
-        if p.get("measured"):
-            ms = p["measured"]
-            kb = f", K̄={ms['k_bar']:.2f}" if ms.get("k_bar") else ""
-            rows.append(("measured on this host", f"x{ms['gain']:.2f}{kb} ({ms['runs']} probe run(s))"))
+        rows.append(("predicted gain", f"x{p.gain:.2f} [{p.gain_low:.2f}, {p.gain_high:.2f}], P(win)={p.p_win:.2f}, K̄={p.k_bar:.2f}, R={p.r:.2f}"))
+        if p.r_seed_build is not None:
+            rows.append(("step-cost ratio R", f"{p.r:.2f} with suffix-step costs MEASURED on vLLM 0.26.0 (H200), "
+                         f"{p.r_seed_build:.2f} with the seed build's ASSUMED ones; the gain is their mean"))
+        if p.measured:
+            ms = p.measured
+            kb = f", K̄={ms.k_bar:.2f}" if ms.k_bar else ""
+            rows.append(("measured on this host", f"x{ms.gain:.2f}{kb} ({ms.runs} probe run(s))"))
     if rec.memory:
         m = rec.memory
         rows.append(("memory", f"{'boots' if m.boots else 'DOES NOT BOOT'}: {m.kv_cache_tokens:,} KV tokens, {m.max_concurrency_at_max_len:.1f} requests at max_model_len"))
@@ -100,7 +100,7 @@ def _print(rec) -> None:
     print("\nWhy:")
     for line in rec.trace:
         print(f"  - {line}")
-    for line in (rec.prediction or {}).get("explanation") or []:
+    for line in rec.prediction.explanation if rec.prediction else []:
         if "NOT FITTED" in line or "ASSUMED" in line or "it is fitted" in line or line.startswith("left to calibration"):
             print(f"  - prediction: {line}")
     for f in rec.rules_fired:
@@ -177,7 +177,7 @@ def recommend_maybe_probe(args: tuple, probe: bool, duration: float, requests: i
     if probe and rec.probe_plan:
         probed = _run_plan(rec.probe_plan, duration, requests, server_cmd, quiet=quiet)
         rec = build_recommendation(*args)
-        if not (rec.prediction or {}).get("measured"):
+        if not (rec.prediction and rec.prediction.measured):
             rec.warnings.append(f"--probe did not settle it ({'; '.join(probed['summary'])}): the recommendation "
                                 f"still rests on the prediction; see the logs under {Path(probed['store']).parent / 'campaigns'}")  # fmt: skip
     elif probe:

@@ -4,10 +4,20 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_serializer
 
 HostState = Literal["OFF", "ON"]
 """Host DSA work-queue state a prediction is for."""
+
+
+class Band(BaseModel):
+    """A figure with its interval."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    value: float
+    low: float
+    high: float
 
 
 class Prediction(BaseModel):
@@ -51,3 +61,70 @@ class Prediction(BaseModel):
     seed build's disagree, and which one a host sees depends on its vLLM and CPU."""
     explanation: list[str]
     """Which mechanisms drive R, where K̄ came from, and what is left to calibration."""
+
+
+class Measured(BaseModel):
+    """What probes on this host measured for exactly the recommended deployment (pooled campaigns)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    gain: float
+    """Suffix throughput / vanilla throughput (geometric mean over the campaigns)."""
+    k_bar: float | None = None
+    """Mean tokens per step the probes saw (None: not recorded)."""
+    runs: int
+    campaigns: list[str]
+
+
+class MeasuredNear(BaseModel):
+    """A probe campaign of this model, traffic and K that differs in something else (not used to decide)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    campaign: str
+    gain: float
+    k_bar: float | None = None
+    fitted: bool
+    """Whether the calibrated fit uses it (a run on a GPU with real weights)."""
+    differs: list[str]
+    """What differs from the recommended deployment, in words."""
+
+
+LAYOUT_FIGURES = ("throughput_tok_s", "tpot_ms", "ttft_ms", "step_ms", "prefill_ms", "speculative_gain",
+                  "running_per_replica", "waiting_per_replica", "layout", "method", "objective", "prompt_len",
+                  "output_len", "figure_notes")  # fmt: skip
+"""The layout search's figures of the chosen candidate (advisor.plan.layout_wiring.absolute_prediction);
+present in ``--json`` only once the search has run."""
+
+
+class RecommendedPrediction(Prediction):
+    """``Recommendation.prediction``: the prediction at the decision's TP and K, what probes on this
+    host measured, and, after the layout search, the chosen candidate's absolute figures."""
+
+    measured: Measured | None = None
+    """Probes on this host for this exact deployment (model, traffic, K, GPU, TP, concurrency, no overrides)."""
+    measured_near: list[MeasuredNear] = Field(default_factory=list)
+    """Probes of this model, traffic and K that differ in something else."""
+    throughput_tok_s: Band | None = None
+    """Output tokens per second over every replica."""
+    tpot_ms: Band | None = None
+    ttft_ms: Band | None = None
+    step_ms: Band | None = None
+    prefill_ms: Band | None = None
+    speculative_gain: Band | None = None
+    running_per_replica: int | None = None
+    waiting_per_replica: float | None = None
+    layout: str | None = None
+    method: str | None = None
+    objective: str | None = None
+    prompt_len: int | None = None
+    output_len: int | None = None
+    figure_notes: list[str] | None = None
+
+    @model_serializer(mode="wrap")
+    def _figures_once_searched(self, handler):
+        data = handler(self)
+        for name in LAYOUT_FIGURES:
+            if name not in self.model_fields_set:
+                data.pop(name, None)
+        return data

@@ -7,6 +7,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from advisor.domain.decision import Decision
 from advisor.domain.host import HostContext
 from advisor.domain.memory import MemoryVerdict
+from advisor.domain.prediction import RecommendedPrediction
 from advisor.domain.probe_plan import ProbePlan
 from advisor.domain.workload import Workload
 
@@ -24,12 +25,13 @@ class Recommendation(BaseModel):
     rules_fired: list[dict]
     """[{id, rationale, severity, source, set}] in the order applied."""
     warnings: list[str]
-    prediction: dict | None = None
+    prediction: RecommendedPrediction | None = None
     """{gain, gain_low, gain_high, p_win, k_bar, r, …} from the K > R predictor at the decision's TP
     and K, ``measured`` ({gain, k_bar, runs, campaigns} or None): what probes on this host found for
     this exact deployment (model, traffic, K, GPU, TP, concurrency, no overrides), and
-    ``measured_near`` ([{campaign, gain, k_bar, differs}]): probes of this model, traffic and K that
-    differ in something else (not used to decide)."""
+    ``measured_near`` ([{campaign, gain, k_bar, fitted, differs}]): probes of this model, traffic and
+    K that differ in something else (not used to decide); after the layout search also the chosen
+    candidate's figures (advisor.domain.prediction.LAYOUT_FIGURES)."""
     memory: MemoryVerdict | None = None
     """Boot feasibility of the chosen decision (kv_cache_tokens, boots, …; advisor.plan.memory)."""
     trace: list[str] = Field(default_factory=list)

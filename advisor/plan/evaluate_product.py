@@ -21,15 +21,15 @@ from advisor.predict.score import score
 
 
 def _predictor(fitted, build: str | None):
+    from advisor.domain.prediction import RecommendedPrediction
     from advisor.hardware.gpus import get_gpu
     from advisor.predict.api import predict
 
     def _predict(profile, host, workload, k, tp):
         state = "ON" if host.dsa_enabled else "OFF"
         pred = predict(profile, get_gpu(host.gpu), tp, workload, host_state=state, k=k, fitted=fitted, build=build)
-        out = pred.model_dump(mode="json")
-        out["measured"] = None  # no probe record of the held-out model outside the scored rows
-        return out
+        # no probe record of the held-out model outside the scored rows: nothing measured
+        return RecommendedPrediction.model_validate(pred.model_dump())
 
     return _predict
 
@@ -50,7 +50,7 @@ def product_decision(o: Observation, profile, fitted, rules, *, own_build: bool 
     build = o.build if own_build else None
     rec = recommend(profile, host, workload, rules, predictor=_predictor(fitted, build),
                     planner=partial(planner, build=o.build if own_build else "release"))  # fmt: skip
-    p_win = (rec.prediction or {}).get("p_win")
+    p_win = rec.prediction.p_win if rec.prediction else None
     unsure = p_win is not None and FLIP_OFF_BELOW <= p_win <= FLIP_ON_ABOVE
     return rec.decision.speculative_method is not None, unsure, p_win
 

@@ -1,5 +1,4 @@
-"""The real :class:`~advisor.plan.seams.Predictor`: the K > R prediction as the plain dict a
-Recommendation carries, with what probes on this host measured for this deployment (pure: the probe
+"""The real :class:`~advisor.plan.seams.Predictor`: the K > R prediction a Recommendation carries, with what probes on this host measured for this deployment (pure: the probe
 records and the host's fingerprint are handed in by the caller, advisor.cli.wiring)."""
 
 from __future__ import annotations
@@ -7,14 +6,15 @@ from __future__ import annotations
 from pathlib import Path
 
 from advisor.domain.host import HostContext
+from advisor.domain.prediction import RecommendedPrediction
 from advisor.domain.workload import Workload
 from advisor.model.schema import ModelProfile
 
 
 def predictor(profile: ModelProfile, host: HostContext, workload: Workload, k: int, tp: int, *,
-              cache_dir: Path | None = None, records=None, fingerprint=None) -> dict | None:  # fmt: skip
-    """The K > R prediction at tensor_parallel_size ``tp`` and K as a plain dict (None when the
-    predictor declines, e.g. no data), with what probes measured for exactly this deployment
+              cache_dir: Path | None = None, records=None, fingerprint=None) -> RecommendedPrediction | None:  # fmt: skip
+    """The K > R prediction at tensor_parallel_size ``tp`` and K (None when the predictor declines,
+    e.g. no data), with what probes measured for exactly this deployment
     (``measured``) and for nearly this one (``measured_near``: not used to decide)."""
     from advisor.hardware.gpus import get_gpu
     from advisor.predict.api import predict
@@ -23,10 +23,9 @@ def predictor(profile: ModelProfile, host: HostContext, workload: Workload, k: i
     pred = predict(profile, get_gpu(host.gpu), tp, workload, host_state=state, k=k, cache_dir=cache_dir, records=records)
     if pred is None:
         return None
-    out = pred.model_dump(mode="json")
     scope = Scope(model=profile.id, corpus=workload.corpus, k=k, gpu=host.gpu, tp=tp, concurrency=workload.concurrency)
-    out["measured"], out["measured_near"] = measured_gain(records or [], scope, fingerprint)
-    return out
+    measured, near = measured_gain(records or [], scope, fingerprint)
+    return RecommendedPrediction.model_validate({**pred.model_dump(), "measured": measured, "measured_near": near})
 
 
 def _same_corpus(a: str | None, b: str | None) -> bool:

@@ -14,6 +14,7 @@ import shlex
 
 from advisor.domain.corpora import DEFAULT_PROBE_CORPUS, PROBE_CORPORA
 from advisor.domain.decision import Decision
+from advisor.domain.prediction import RecommendedPrediction
 from advisor.domain.probe_plan import ProbePlan
 from advisor.domain.workload import Workload
 
@@ -22,7 +23,7 @@ def probe_plan(
     model_id: str,
     decision: Decision,
     workload: Workload,
-    prediction: dict | None,
+    prediction: RecommendedPrediction | None,
     *,
     policy: str,
     k: int,
@@ -31,10 +32,10 @@ def probe_plan(
 ) -> ProbePlan | None:
     """The plan, or None when the recommendation is settled: the rules decide, this host already
     measured it, or P(win) is outside [low, high]."""
-    if prediction is None or policy in ("required", "forbidden") or prediction.get("measured"):
+    if prediction is None or policy in ("required", "forbidden") or prediction.measured:
         return None
-    p_win = prediction.get("p_win")
-    if p_win is None or not (low <= p_win <= high):
+    p_win = prediction.p_win
+    if not (low <= p_win <= high):
         return None
     note = None
     if workload.corpus_is_file and workload.corpus:

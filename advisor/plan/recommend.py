@@ -10,6 +10,7 @@ from pydantic import BaseModel
 from advisor.domain.corpora import SEED_CORPORA
 from advisor.domain.decision import DSA_ENV, Decision
 from advisor.domain.host import HostContext
+from advisor.domain.prediction import RecommendedPrediction
 from advisor.domain.recommendation import Recommendation
 from advisor.domain.workload import Workload
 from advisor.model.schema import ModelProfile
@@ -85,26 +86,26 @@ def valid_tp(profile: ModelProfile, gpus: int) -> int:
     return 1
 
 
-def _speculate(outcome: RulesOutcome, prediction: dict | None, trace: list[str]) -> bool:
+def _speculate(outcome: RulesOutcome, prediction: RecommendedPrediction | None, trace: list[str]) -> bool:
     policy, rule = outcome.speculation, outcome.speculation_rule or "default"
-    p_win = prediction.get("p_win") if prediction else None
+    p_win = prediction.p_win if prediction else None
     if policy == "required":
         trace.append(f"rule {rule} requires suffix decoding; the prediction does not override it")
         return True
     if policy == "forbidden":
         trace.append(f"rule {rule} forbids suffix decoding; the prediction does not override it")
         return False
-    measured = prediction.get("measured") if prediction else None
-    for n in (prediction or {}).get("measured_near") or []:
-        how = ("it only informs the calibrated fit" if n.get("fitted") else
+    measured = prediction.measured if prediction else None
+    for n in prediction.measured_near if prediction else []:
+        how = ("it only informs the calibrated fit" if n.fitted else
                "nor fitted: a probe without a GPU says nothing about a GPU's gain")  # fmt: skip
-        trace.append(f"probe campaign {n['campaign']} measured suffix at {n['gain']:.2f}x vanilla for this model, traffic and "
-                     f"K, but not for this deployment ({'; '.join(n['differs'])}): not used to decide ({how})")  # fmt: skip
+        trace.append(f"probe campaign {n.campaign} measured suffix at {n.gain:.2f}x vanilla for this model, traffic and "
+                     f"K, but not for this deployment ({'; '.join(n.differs)}): not used to decide ({how})")  # fmt: skip
     if measured:
-        on = measured["gain"] > 1.0
+        on = measured.gain > 1.0
         trace.append(
-            f"rule {rule} sets {policy}; probes on this host measured suffix at {measured['gain']:.2f}x vanilla "
-            f"({measured['runs']} run(s), campaign {', '.join(measured['campaigns'])}): suffix {'on' if on else 'off'} "
+            f"rule {rule} sets {policy}; probes on this host measured suffix at {measured.gain:.2f}x vanilla "
+            f"({measured.runs} run(s), campaign {', '.join(measured.campaigns)}): suffix {'on' if on else 'off'} "
             f"(the measurement outranks the prediction, P(win)={p_win:.2f})"
         )
         return on

@@ -9,16 +9,17 @@ from typing import Protocol
 from advisor.domain.decision import Decision
 from advisor.domain.host import HostContext
 from advisor.domain.memory import MemoryVerdict
+from advisor.domain.prediction import RecommendedPrediction
 from advisor.domain.workload import Workload
 from advisor.model.schema import ModelProfile
 
 
 class Predictor(Protocol):
-    """The K > R prediction for suffix decoding at K drafted tokens and tensor-parallel size ``tp``:
-    ``{gain, gain_low, gain_high, p_win, k_bar, r, …, measured, measured_near}`` (the
-    ``Recommendation.prediction`` shape), or None when the predictor declines (e.g. no data)."""
+    """The K > R prediction for suffix decoding at K drafted tokens and tensor-parallel size ``tp``,
+    with what probes on this host measured, or None when the predictor declines (e.g. no data)."""
 
-    def __call__(self, profile: ModelProfile, host: HostContext, workload: Workload, k: int, tp: int, /) -> dict | None: ...
+    def __call__(self, profile: ModelProfile, host: HostContext, workload: Workload, k: int, tp: int, /,
+                 ) -> RecommendedPrediction | None: ...  # fmt: skip
 
 
 class MemoryPlanner(Protocol):
