@@ -8,6 +8,7 @@ from pathlib import Path
 
 from advisor.domain.corpora import SEED_CORPORA
 from advisor.domain.host import HostContext
+from advisor.domain.prediction import RecommendedPrediction
 from advisor.domain.workload import Workload
 from advisor.errors import UsageError
 from advisor.model.schema import ModelProfile
@@ -75,7 +76,8 @@ class StorePredictor:
                 self._seen.append(None)
         return self._seen[0]
 
-    def __call__(self, profile: ModelProfile, host: HostContext, workload: Workload, k: int, tp: int) -> dict | None:
+    def __call__(self, profile: ModelProfile, host: HostContext, workload: Workload, k: int, tp: int,
+                 ) -> RecommendedPrediction | None:  # fmt: skip
         from advisor.plan.predictor import predictor
 
         return predictor(profile, host, workload, k, tp, cache_dir=self.cache_dir, records=self.records,
