@@ -8,7 +8,7 @@ import pytest
 
 from advisor.hardware.gpus import get_gpu
 from advisor.model.load import load_profile
-from advisor.plan.workload import Workload
+from advisor.domain.workload import Workload
 from advisor.predict.api import predict
 
 

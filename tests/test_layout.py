@@ -9,7 +9,7 @@ import pytest
 
 from advisor.hardware.gpus import get_gpu
 from advisor.model.load import load_profile
-from advisor.plan.decision import Decision
+from advisor.domain.decision import Decision
 from advisor.plan.layout import layouts, tp_reasons
 from advisor.predict.absolute import ReplicaLayout, decode_step
 from advisor.render.flags import serve_flags

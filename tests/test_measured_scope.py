@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from advisor.plan.wiring import Scope, measured_gain
+from advisor.plan.predictor import Scope, measured_gain
 from advisor.probe.record import ProbeRecord
 
 MODEL = "meta-llama/Llama-3.1-8B-Instruct"
@@ -20,7 +20,7 @@ def _pair(cid, *, gpu=None, tp=1, concurrency=32, fp="fp-cpu-box", suffix="suffi
 
 def test_gpu_less_tp1_probe_does_not_decide_a_b200_tp8_recommendation(run_cli):
     from advisor.settings import load_settings
-    from advisor.store import open_store
+    from advisor.probe.store import open_store
 
     with open_store(load_settings()) as store:
         for r in _pair("cpu-run"):

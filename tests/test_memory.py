@@ -11,8 +11,9 @@ import pytest
 from advisor.hardware.gpus import get_gpu
 from advisor.model.load import load_profile
 from advisor.plan import memory_terms as t
-from advisor.plan.decision import Decision
-from advisor.plan.memory import MemoryPlan, nearest_bootable, plan_memory
+from advisor.domain.decision import Decision
+from advisor.domain.memory import MemoryPlan
+from advisor.plan.memory import nearest_bootable, plan_memory
 
 B200 = get_gpu("B200")
 LLAMA_405B_FP8 = "meta-llama/Llama-3.1-405B-Instruct-FP8"

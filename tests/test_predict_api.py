@@ -8,8 +8,9 @@ import pytest
 
 from advisor.hardware.gpus import get_gpu
 from advisor.model.load import load_profile
-from advisor.plan.workload import Workload
-from advisor.predict.api import Prediction, decide, predict
+from advisor.domain.workload import Workload
+from advisor.domain.prediction import Prediction
+from advisor.predict.api import decide, predict
 
 
 @pytest.mark.parametrize(

@@ -83,7 +83,7 @@ def test_campaign_records_resume_and_retry(env: Path, capsys: pytest.CaptureFixt
     assert rc == 0 and other["campaign_id"] != out["campaign_id"] and other["probed"] == ["vanilla"]
 
     from advisor.settings import load_settings
-    from advisor.store import open_store
+    from advisor.probe.store import open_store
 
     with open_store(load_settings(data_dir=env / "data")) as store:
         assert len(store.list_records(campaign_id=out["campaign_id"])) == 5
@@ -169,7 +169,7 @@ def test_dummy_weight_probe_is_flagged_and_never_teaches_kbar(env: Path, capsys:
     record says weights=dummy, the text says what it measures, and the predictor's dataset skips it."""
     from advisor.predict.dataset import probe_observations
     from advisor.settings import load_settings
-    from advisor.store import open_store
+    from advisor.probe.store import open_store
 
     rc, out, err = run_json(capsys, probe_args(env, "vanilla,suffix:4", "--dummy-weights"))
     assert rc == 0, err

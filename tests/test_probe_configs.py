@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from advisor.errors import UsageError
-from advisor.plan.decision import Decision
+from advisor.domain.decision import Decision
 from advisor.probe.campaign import server_program
 from advisor.probe.configs import parse_configs, probe_decision, probe_flags
 from advisor.probe.corpus import load_corpus

@@ -8,8 +8,8 @@ import os
 
 import pytest
 
-from advisor.model.arch import KNOWN, _autoconfig_dict, normalise, text_config
-from advisor.model.layout import build_arch
+from advisor.model.arch import KNOWN, _autoconfig_dict, text_config
+from advisor.model.layout import build_arch, normalise
 from conftest import CATALOG
 
 CONFIGS = sorted(CATALOG.glob("*/*/config.json"))

@@ -157,7 +157,7 @@ def test_every_bundled_rule_has_rationale_and_source():
 def test_probe_records_in_the_store_move_the_prediction(run_cli, isolated_home):
     from advisor.probe.record import ProbeRecord
     from advisor.settings import load_settings
-    from advisor.store import open_store
+    from advisor.probe.store import open_store
 
     args = ("meta-llama/Llama-3.1-8B-Instruct", "--gpu", "H200", "--gpus", "1", "--corpus", "sharegpt")
     before = _rec(run_cli, *args)["prediction"]

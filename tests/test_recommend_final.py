@@ -20,7 +20,7 @@ def _rec(run_cli, model, *args):
 def test_prediction_uses_the_users_tp(run_cli):
     from advisor.hardware.gpus import get_gpu
     from advisor.model.load import load_profile
-    from advisor.plan.workload import Workload
+    from advisor.domain.workload import Workload
     from advisor.predict.api import predict
     from advisor.settings import load_settings
 
@@ -66,10 +66,11 @@ def _seed_build_recommend(**flags):
     from functools import partial
 
     from advisor.model.load import load_profile
-    from advisor.plan.host import HostContext
+    from advisor.domain.host import HostContext
     from advisor.plan.recommend import recommend
-    from advisor.plan.wiring import planner, predictor
-    from advisor.plan.workload import Workload
+    from advisor.plan.planner import planner
+    from advisor.plan.predictor import predictor
+    from advisor.domain.workload import Workload
     from advisor.rules.loader import load_rules
 
     host = HostContext(gpu="B200", gpus=8, origin="test")
@@ -95,7 +96,7 @@ def test_reasons_name_the_users_k(run_cli):
 def test_explicit_k_is_kept_when_the_planner_needs_memory():
     rec = _seed_build_recommend(num_speculative_tokens=32)
     assert rec.decision.num_speculative_tokens == 32
-    assert rec.memory["boots"] is True  # something else (max_num_seqs) changed, with a warning
+    assert rec.memory.boots is True  # something else (max_num_seqs) changed, with a warning
     assert any("changed max_num_seqs" in w for w in rec.warnings)
 
 
@@ -125,7 +126,7 @@ def test_explicit_max_model_len_capped_with_a_warning(run_cli):
 def test_nearest_bootable_never_changes_a_fixed_field():
     from advisor.hardware.gpus import get_gpu
     from advisor.model.load import load_profile
-    from advisor.plan.decision import Decision
+    from advisor.domain.decision import Decision
     from advisor.plan.memory import nearest_bootable
     from advisor.settings import load_settings
 

@@ -12,9 +12,10 @@ from pathlib import Path
 import pytest
 
 from advisor.cli.app import main
-from advisor.plan.decision import Decision
+from advisor.domain.decision import Decision
+from advisor.domain.prediction import RecommendedPrediction
 from advisor.plan.probe_plan import probe_plan
-from advisor.plan.workload import Workload
+from advisor.domain.workload import Workload
 
 FAKE = Path(__file__).resolve().parent / "vllm_helpers" / "fake_vllm.py"
 UNSURE = "deepseek-ai/DeepSeek-R1-Distill-Qwen-32B"  # humaneval: P(win) ≈ 0.39 (the two builds' suffix-step costs disagree)
@@ -22,7 +23,11 @@ UNSURE_CORPUS = "humaneval"
 
 
 def plan_for(p_win: float, *, policy: str = "default_on", measured=None, workload=None, model="acme/m"):
-    pred = {"p_win": p_win, "measured": measured}
+    pred = RecommendedPrediction(
+        gain=1.0, gain_low=0.9, gain_high=1.1, p_win=p_win, k_bar=2.0, k_bar_source="test", r=2.0, host_state=None,
+        draft_tokens=1.0, context_tokens=1000.0, spec_graph_mode="piecewise", mla_prefill_ms=0.0, calibration_shift=1.0,
+        model_seen=False, explanation=[], measured=measured,
+    )  # fmt: skip
     return probe_plan(model, Decision(tensor_parallel_size=4, gpu_memory_utilization=0.85), workload or Workload(corpus="sharegpt"),
                       pred, policy=policy, k=16, low=0.3, high=0.7)  # fmt: skip
 
@@ -31,7 +36,7 @@ def test_plan_only_inside_the_unsure_band_and_where_rules_leave_room():
     assert plan_for(0.5) is not None
     assert plan_for(0.29) is None and plan_for(0.71) is None
     assert plan_for(0.5, policy="forbidden") is None and plan_for(0.5, policy="required") is None
-    assert plan_for(0.5, measured={"gain": 1.2}) is None
+    assert plan_for(0.5, measured={"gain": 1.2, "runs": 1, "campaigns": ["c1"]}) is None
 
 
 def test_plan_command_is_quoted_and_uses_the_traffic():

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from advisor.errors import UsageError
-from advisor.plan.decision import Decision, SuffixParams
+from advisor.domain.decision import Decision, SuffixParams
 from advisor.render.files import render_files
-from advisor.render.flags import DSA_ENV
+from advisor.domain.decision import DSA_ENV
 from advisor.render.write import write_files
 from tests.render_helpers.fakebin import make_fake
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from advisor.plan.decision import Decision
+from advisor.domain.decision import Decision
 from advisor.render.containers import render_compose, render_k8s
 from advisor.render.flags import serve_flags
 from advisor.render.target import make_target

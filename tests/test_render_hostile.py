@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from advisor.errors import UsageError
-from advisor.plan.decision import Decision
+from advisor.domain.decision import Decision
 from advisor.render.files import render_files
 from advisor.render.flags import serve_flags
 from tests.render_helpers import unit as sd

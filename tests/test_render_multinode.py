@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from advisor.errors import UsageError
-from advisor.plan.decision import Decision
+from advisor.domain.decision import Decision
 from advisor.render.files import render_files
 from advisor.render.multinode import DOCS, layout
 from advisor.render.write import write_files

@@ -16,7 +16,7 @@ import pytest
 
 from advisor.errors import OutputError, UsageError
 from advisor.hardware.host import save_host
-from advisor.plan.decision import Decision
+from advisor.domain.decision import Decision
 from advisor.render.files import render_files, render_target
 from advisor.render.target import make_target
 from advisor.render.write import write_files

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from advisor.plan.decision import Decision
+from advisor.domain.decision import Decision
 from advisor.render.files import render_files
 from tests.render_helpers import unit as sd
 from tests.render_helpers.fakebin import make_fake

@@ -87,7 +87,7 @@ def test_the_external_resource_check_catches_what_it_looks_for():
 
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_page_shows_what_recommend_decides(reports, case):
-    from advisor.plan.decision import Decision
+    from advisor.domain.decision import Decision
     from advisor.render.flags import serve_argv
 
     text, rec = htmllib.unescape(reports[case]["html"]), reports[case]["rec"]
@@ -239,9 +239,9 @@ def test_page_without_prediction_or_memory_plan(tmp_path):
     predictor declines): the page says so instead of failing on a missing figure."""
     from advisor.cli.common import settings
     from advisor.model.load import load_profile
-    from advisor.plan.host import HostContext
+    from advisor.domain.host import HostContext
     from advisor.plan.recommend import recommend
-    from advisor.plan.workload import Workload
+    from advisor.domain.workload import Workload
     from advisor.report.page import build_report
     from advisor.rules.loader import load_rules
 

@@ -42,8 +42,8 @@ def test_bundled_rules_only_test_facts_the_engine_builds():
 
 def test_fact_names_are_what_build_facts_builds():
     from advisor.model.load import load_profile
-    from advisor.plan.host import HostContext
-    from advisor.plan.workload import Workload
+    from advisor.domain.host import HostContext
+    from advisor.domain.workload import Workload
 
     for model in ("deepseek-ai/DeepSeek-R1", "meta-llama/Llama-3.1-8B-Instruct"):
         facts = build_facts(load_profile(model), HostContext(gpu="B200", gpus=8, origin="test"), Workload(corpus="mix"))

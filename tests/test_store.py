@@ -14,7 +14,7 @@ import pytest
 
 from advisor.errors import DataError
 from advisor.probe.record import ProbeRecord
-from advisor.store import SCHEMA_VERSION, ProbeStore, open_store
+from advisor.probe.store import SCHEMA_VERSION, ProbeStore, open_store
 
 
 def rec(config: str = "vanilla", outcome: str = "ok", campaign: str = "c-1", model: str = "m", **kw) -> ProbeRecord:
@@ -108,7 +108,7 @@ def test_reader_sees_only_committed_records_while_a_writer_holds_a_transaction(t
 
 _WRITER = """
 import sys
-from advisor.store import ProbeStore
+from advisor.probe.store import ProbeStore
 from advisor.probe.record import ProbeRecord
 store = ProbeStore(sys.argv[1])
 i = 0

@@ -12,7 +12,7 @@ import pytest
 
 from advisor.errors import DataError
 from advisor.probe.record import ProbeRecord
-from advisor.store import ProbeStore
+from advisor.probe.store import ProbeStore
 
 MODEL = "meta-llama/Llama-3.1-8B-Instruct"
 

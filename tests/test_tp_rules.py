@@ -71,7 +71,7 @@ def test_recommend_default_tp_is_valid_for_qwen_7b(run_cli):
 def test_memory_planner_never_proposes_a_tp_vllm_refuses():
     from advisor.hardware.gpus import get_gpu
     from advisor.model.load import load_profile
-    from advisor.plan.decision import Decision
+    from advisor.domain.decision import Decision
     from advisor.plan.memory import _candidates
 
     qwen = load_profile("Qwen/Qwen2.5-7B-Instruct")  # 28 heads: TP 8 is refused

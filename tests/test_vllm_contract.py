@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from advisor.plan.decision import Decision, SuffixParams
+from advisor.domain.decision import Decision, SuffixParams
 from advisor.render.flags import serve_argv
 from advisor.vllm_facts import facts
 from tests.vllm_helpers.versions import ALL, vllm_env, vllm_python

@@ -128,7 +128,7 @@ def test_version_choice_ranks_flag_setting_installed_default():
 def test_consumers_read_the_table():
     from advisor.kbar.replay import ReplayConfig
     from advisor.plan import memory_terms as t
-    from advisor.plan.decision import SuffixParams
+    from advisor.domain.decision import SuffixParams
     from advisor.plan.recommend import MAX_DRAFT_AT_DEFAULTS
 
     f = vllm_facts.facts()

@@ -71,7 +71,7 @@ def test_a_version_folder_overrides_only_the_templates_it_holds(tmp_path, monkey
     import shutil
 
     import advisor.paths
-    from advisor.plan.decision import Decision
+    from advisor.domain.decision import Decision
     from advisor.render import files
 
     shipped = advisor.paths.data_path("templates")
@@ -89,7 +89,7 @@ def test_a_version_folder_overrides_only_the_templates_it_holds(tmp_path, monkey
 
 
 def test_rendered_flags_name_mtp_as_each_version_does():
-    from advisor.plan.decision import Decision
+    from advisor.domain.decision import Decision
     from advisor.render.flags import serve_flags
 
     d = Decision(speculative_method="mtp", num_speculative_tokens=1)

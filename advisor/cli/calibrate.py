@@ -6,7 +6,7 @@ import sys
 
 import typer
 
-from advisor.cli.app import app
+from advisor.cli._app import app
 from advisor.cli.common import JsonOpt, emit_json, settings
 
 
@@ -14,9 +14,9 @@ def _store_records() -> tuple[list, str]:
     """Probe records of the store, or ([], why) when there is no store module or file."""
     import importlib.util
 
-    if importlib.util.find_spec("advisor.store") is None:
+    if importlib.util.find_spec("advisor.probe.store") is None:
         return [], "no probe store in this build"
-    from advisor.store import open_store, store_path
+    from advisor.probe.store import open_store, store_path
 
     s = settings()
     if not store_path(s).exists():

@@ -9,6 +9,7 @@ from typing import Any
 
 import typer
 
+from advisor.errors import DependencyError
 from advisor.settings import Settings
 
 _overrides: dict[str, Any] = {}
@@ -63,7 +64,7 @@ def path_opt(help_text: str) -> Any:
     return typer.Option(None, help=help_text, dir_okay=True, file_okay=True)
 
 
-__all__ = ["JsonOpt", "Path", "emit_json", "model_arg", "set_global_overrides", "settings", "table", "vllm_choice"]
+__all__ = ["JsonOpt", "Path", "emit_json", "model_arg", "set_global_overrides", "settings", "table", "vllm_choice", "write_html"]
 
 
 def replay_progress(enabled: bool) -> tuple[Any, Any]:
@@ -96,3 +97,24 @@ def replay_progress(enabled: bool) -> tuple[Any, Any]:
                     tokens=p.tokens, kbar=kbar)  # fmt: skip
 
     return update, prog
+
+
+def _report_progress(msg: str) -> None:
+    print(f"report: {msg}", file=sys.stderr, flush=True)
+
+
+def write_html(rec, model: str, out: Path) -> Path:
+    """Build the page of ``rec`` (the Recommendation recommend built for ``model``) and write it atomically."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise DependencyError("the HTML report draws with matplotlib, which is not installed: pip install matplotlib "
+                              "(a dependency of vllm-advisor; reinstall the package)") from None  # fmt: skip
+    from advisor.model.load import load_profile
+    from advisor.report.page import build_report, write_report
+
+    s = settings()
+    html = build_report(rec, load_profile(model, s), s, progress=_report_progress)
+    path = write_report(html, out)
+    print(f"report: wrote {path} ({len(html.encode()) // 1024} KiB)", file=sys.stderr)
+    return path

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from advisor.cli.app import app
+from advisor.cli._app import app
 from advisor.cli.common import emit_json
 
 if TYPE_CHECKING:
@@ -26,7 +26,7 @@ def _cudagraph(value: str | None) -> str | None:
     from typing import get_args
 
     from advisor.errors import UsageError
-    from advisor.plan.decision import CudagraphMode
+    from advisor.domain.decision import CudagraphMode
 
     if value is None:
         return None

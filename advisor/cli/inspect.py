@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from advisor.cli.app import app
+from advisor.cli._app import app
 from advisor.cli.common import JsonOpt, emit_json, model_arg, settings, table
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import typer
 
-from advisor.cli.app import app
+from advisor.cli._app import app
 from advisor.cli.common import JsonOpt, emit_json, replay_progress, settings, table
 
 

@@ -6,7 +6,7 @@ import sys
 
 import typer
 
-from advisor.cli.app import app
+from advisor.cli._app import app
 from advisor.cli.common import JsonOpt, emit_json, settings
 
 
@@ -14,7 +14,7 @@ def run_spec(spec, *, quiet: bool):
     """Run one campaign into the store, progress on stderr; returns (CampaignResult, store path).
     Ctrl-C keeps every finished configuration (each is committed as it ends) and says how to resume."""
     from advisor.probe.campaign import run_campaign
-    from advisor.store import open_store
+    from advisor.probe.store import open_store
 
     s = settings()
     show_progress = not quiet and sys.stderr.isatty()
@@ -68,7 +68,7 @@ def probe_cmd(
     from pydantic import ValidationError
 
     from advisor.errors import UsageError
-    from advisor.plan.decision import Decision
+    from advisor.domain.decision import Decision
     from advisor.probe.campaign import CampaignSpec, summary_line
     from advisor.probe.configs import parse_configs
     from advisor.probe.load import LoadSpec

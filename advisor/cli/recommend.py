@@ -4,26 +4,35 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from advisor.cli import options as o
-from advisor.cli.app import app
+from advisor.cli._app import app
 from advisor.cli.common import JsonOpt, emit_json, model_arg, settings, table, vllm_choice
 from advisor.errors import UsageError
 
+if TYPE_CHECKING:
+    from advisor.domain.probe_plan import ProbePlan
 
-def build_recommendation(model, gpu, gpus, tp, corpus, tokenizer, concurrency, max_model_len, k, gmu, query=None):
-    """Load everything a recommendation needs (I/O) and call the pure core."""
+
+def build_recommendation(model, gpu, gpus, tp, corpus, tokenizer, concurrency, max_model_len, k, gmu, query=None,
+                         vllm_version=None):
+    """Load everything a recommendation needs (I/O) and call the pure core. ``vllm_version``: the
+    resolved vLLM line (``vllm_choice``); the memory plan uses its defaults."""
     from advisor.model.load import load_profile
-    from advisor.plan.host import resolve_host
+    from advisor.hardware.resolve import resolve_host
+    from advisor.cli.wiring import StorePredictor, workload_for
+    from advisor.plan.planner import planner
     from advisor.plan.recommend import fact_names, recommend
-    from advisor.plan.wiring import make_predictor, planner, workload_for
     from advisor.rules.loader import load_rules
 
     s = settings()
     profile = load_profile(model, s)
     host = resolve_host(s, gpu, gpus)
+    if vllm_version is not None:
+        host = host.model_copy(update={"vllm_version": vllm_version})
     if tp is not None and tp > host.gpus:
         raise UsageError(f"--tp {tp} needs {tp} GPUs but the host has {host.gpus}; lower --tp or raise --gpus")
     from advisor.cli.common import replay_progress
@@ -36,7 +45,7 @@ def build_recommendation(model, gpu, gpus, tp, corpus, tokenizer, concurrency, m
         with prog:
             workload = workload_for(corpus, concurrency, tokenizer or model, k or 32, on_progress=on_progress,
                                     allow_fallback=fallback)  # fmt: skip
-    predict = make_predictor(s)
+    predict = StorePredictor(s)
     rules = load_rules(s.rules_dirs, facts=fact_names())
     rec = recommend(
         profile, host, workload, rules,
@@ -48,7 +57,8 @@ def build_recommendation(model, gpu, gpus, tp, corpus, tokenizer, concurrency, m
     from advisor.plan.layout import LayoutQuery
     from advisor.plan.layout_wiring import apply_search
 
-    return apply_search(rec, profile, rules, s, query or LayoutQuery(), tp=tp, k=k)
+    return apply_search(rec, profile, rules, query or LayoutQuery(), tp=tp, k=k, records=predict.records,
+                        cache_dir=predict.cache_dir)  # fmt: skip
 
 
 def _print(rec, vllm) -> None:
@@ -73,17 +83,17 @@ def _print(rec, vllm) -> None:
     ]
     if rec.prediction:
         p = rec.prediction
-        rows.append(("predicted gain", f"x{p['gain']:.2f} [{p['gain_low']:.2f}, {p['gain_high']:.2f}], P(win)={p['p_win']:.2f}, K̄={p['k_bar']:.2f}, R={p['r']:.2f}"))
-        if p.get("r_seed_build") is not None:
-            rows.append(("step-cost ratio R", f"{p['r']:.2f} with suffix-step costs MEASURED on vLLM 0.26.0 (H200), "
-                         f"{p['r_seed_build']:.2f} with the seed build's ASSUMED ones; the gain is their mean"))
-        if p.get("measured"):
-            ms = p["measured"]
-            kb = f", K̄={ms['k_bar']:.2f}" if ms.get("k_bar") else ""
-            rows.append(("measured on this host", f"x{ms['gain']:.2f}{kb} ({ms['runs']} probe run(s))"))
+        rows.append(("predicted gain", f"x{p.gain:.2f} [{p.gain_low:.2f}, {p.gain_high:.2f}], P(win)={p.p_win:.2f}, K̄={p.k_bar:.2f}, R={p.r:.2f}"))
+        if p.r_seed_build is not None:
+            rows.append(("step-cost ratio R", f"{p.r:.2f} with suffix-step costs MEASURED on vLLM 0.26.0 (H200), "
+                         f"{p.r_seed_build:.2f} with the seed build's ASSUMED ones; the gain is their mean"))
+        if p.measured:
+            ms = p.measured
+            kb = f", K̄={ms.k_bar:.2f}" if ms.k_bar else ""
+            rows.append(("measured on this host", f"x{ms.gain:.2f}{kb} ({ms.runs} probe run(s))"))
     if rec.memory:
         m = rec.memory
-        rows.append(("memory", f"{'boots' if m['boots'] else 'DOES NOT BOOT'}: {m['kv_cache_tokens']:,} KV tokens, {m['max_concurrency_at_max_len']:.1f} requests at max_model_len"))
+        rows.append(("memory", f"{'boots' if m.boots else 'DOES NOT BOOT'}: {m.kv_cache_tokens:,} KV tokens, {m.max_concurrency_at_max_len:.1f} requests at max_model_len"))
     print(table(rows, "Recommendation"))
     from advisor.plan.layout_wiring import text_lines
 
@@ -95,7 +105,7 @@ def _print(rec, vllm) -> None:
     print("\nWhy:")
     for line in rec.trace:
         print(f"  - {line}")
-    for line in (rec.prediction or {}).get("explanation") or []:
+    for line in rec.prediction.explanation if rec.prediction else []:
         if "NOT FITTED" in line or "ASSUMED" in line or "it is fitted" in line or line.startswith("left to calibration"):
             print(f"  - prediction: {line}")
     for f in rec.rules_fired:
@@ -103,12 +113,12 @@ def _print(rec, vllm) -> None:
             print(f"  - [{f['id']}] {f['rationale']}")
     if rec.probe_plan:
         plan = rec.probe_plan
-        print(f"\nUnsure: {plan['reason']}.")
+        print(f"\nUnsure: {plan.reason}.")
         print("  Settle it on this host (real vLLM, a few minutes), then recommend again:")
-        print(f"    {plan['command']}")
+        print(f"    {plan.command}")
         print("  or run this command again with --probe.")
-        if plan.get("corpus_note"):
-            print(f"  note: {plan['corpus_note']}")
+        if plan.corpus_note:
+            print(f"  note: {plan.corpus_note}")
     warnings = [*rec.warnings, *([vllm.note] if vllm.note else [])]
     if warnings:
         print("\nWarnings:")
@@ -139,10 +149,10 @@ def recommend_cmd(
 
         check_target(html)
     args = (model, gpu, gpus, tp, corpus, tokenizer, concurrency, max_model_len, k, gmu,
-            layout_query(objective, max_tpot_ms, max_ttft_ms, prompt_len, output_len))
+            layout_query(objective, max_tpot_ms, max_ttft_ms, prompt_len, output_len), vllm.version)
     rec, probed = recommend_maybe_probe(args, probe, probe_duration, probe_requests, server_cmd, quiet=json_out)
     if html is not None:
-        from advisor.cli.report import write_html
+        from advisor.cli.common import write_html
 
         write_html(rec, model, html)
     if json_out:
@@ -175,7 +185,7 @@ def recommend_maybe_probe(args: tuple, probe: bool, duration: float, requests: i
     if probe and rec.probe_plan:
         probed = _run_plan(rec.probe_plan, duration, requests, server_cmd, quiet=quiet)
         rec = build_recommendation(*args)
-        if not (rec.prediction or {}).get("measured"):
+        if not (rec.prediction and rec.prediction.measured):
             rec.warnings.append(f"--probe did not settle it ({'; '.join(probed['summary'])}): the recommendation "
                                 f"still rests on the prediction; see the logs under {Path(probed['store']).parent / 'campaigns'}")  # fmt: skip
     elif probe:
@@ -183,21 +193,21 @@ def recommend_maybe_probe(args: tuple, probe: bool, duration: float, requests: i
     return rec, probed
 
 
-def _run_plan(plan: dict, duration: float, requests: int | None, server_cmd: str, *, quiet: bool) -> dict:
+def _run_plan(plan: ProbePlan, duration: float, requests: int | None, server_cmd: str, *, quiet: bool) -> dict:
     """Run the recommendation's probe plan (real vLLM) into the probe store."""
     from advisor.cli.probe import run_spec
-    from advisor.plan.decision import Decision
+    from advisor.domain.decision import Decision
     from advisor.probe.campaign import CampaignSpec
     from advisor.probe.configs import parse_configs
     from advisor.probe.load import LoadSpec
 
-    base = Decision(tensor_parallel_size=plan["tensor_parallel_size"], gpu_memory_utilization=plan["gpu_memory_utilization"],
-                    max_model_len=plan["max_model_len"])  # fmt: skip
-    load = LoadSpec(concurrency=plan["concurrency"], duration_s=duration, max_requests=requests)
-    spec = CampaignSpec(model=plan["model"], corpus=plan["corpus"], configs=parse_configs(plan["configs"]), load=load,
+    base = Decision(tensor_parallel_size=plan.tensor_parallel_size, gpu_memory_utilization=plan.gpu_memory_utilization,
+                    max_model_len=plan.max_model_len)  # fmt: skip
+    load = LoadSpec(concurrency=plan.concurrency, duration_s=duration, max_requests=requests)
+    spec = CampaignSpec(model=plan.model, corpus=plan.corpus, configs=parse_configs(plan.configs), load=load,
                         base=base, server_cmd=server_cmd)  # fmt: skip
     if not quiet:
-        print(f"unsure ({plan['reason']}): probing {plan['configs']} on {plan['corpus']}", file=sys.stderr)
+        print(f"unsure ({plan.reason}): probing {plan.configs} on {plan.corpus}", file=sys.stderr)
     result, store = run_spec(spec, quiet=quiet)
     summary = [f"{r.config} {r.outcome}" + (f" {r.throughput_tok_s:.0f} tok/s" if r.throughput_tok_s else "") for r in result.records]
     return {"campaign_id": result.campaign_id, "store": str(store), "summary": summary,

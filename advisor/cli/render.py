@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 
 from advisor.cli import options as o
-from advisor.cli.app import app
+from advisor.cli._app import app
 from advisor.cli.common import JsonOpt, emit_json, model_arg, table, vllm_choice
 
 FORMATS = ("systemd", "k8s", "compose")
@@ -16,8 +16,8 @@ FORMATS = ("systemd", "k8s", "compose")
 def _summary(rec, target, fmt: str, warnings: list[str], vllm) -> str:
     from advisor.render.files import summary_line
 
-    mem = rec.memory or {}
-    verdict = ("boots" if mem.get("boots") else "DOES NOT BOOT") + (f": {mem['kv_cache_tokens']:,} KV tokens" if mem.get("boots") else "")
+    mem = rec.memory
+    verdict = ("boots" if mem and mem.boots else "DOES NOT BOOT") + (f": {mem.kv_cache_tokens:,} KV tokens" if mem and mem.boots else "")
     rows = [
         ("model", target.model),
         ("host", f"{rec.host.gpus}x{rec.host.gpu} ({rec.host.origin})"),
@@ -68,7 +68,7 @@ def render_cmd(
     vllm = vllm_choice(vllm_version)
     extra_env = parse_env_options(env)
     args = dict(gpu=gpu, gpus=gpus, tp=tp, corpus=corpus, tokenizer=tokenizer, concurrency=concurrency,
-                max_model_len=max_model_len, k=k, gmu=gmu)  # fmt: skip
+                max_model_len=max_model_len, k=k, gmu=gmu, vllm_version=vllm.version)  # fmt: skip
     rec = build_recommendation(model, **args)
     target = make_target(serve_model(model) if rec.model["id"] == model else rec.model["id"], rec.decision,
                          vllm_bin=vllm_bin, env_file=env_file, host=host, port=port,

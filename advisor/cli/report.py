@@ -2,36 +2,13 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import typer
 
 from advisor.cli import options as o
-from advisor.cli.app import app
-from advisor.cli.common import model_arg, settings
-from advisor.errors import DependencyError
-
-
-def _progress(msg: str) -> None:
-    print(f"report: {msg}", file=sys.stderr, flush=True)
-
-
-def write_html(rec, model: str, out: Path) -> Path:
-    """Build the page of ``rec`` (the Recommendation recommend built for ``model``) and write it atomically."""
-    try:
-        import matplotlib  # noqa: F401
-    except ImportError:
-        raise DependencyError("the HTML report draws with matplotlib, which is not installed: pip install matplotlib "
-                              "(a dependency of vllm-advisor; reinstall the package)") from None  # fmt: skip
-    from advisor.model.load import load_profile
-    from advisor.report.page import build_report, write_report
-
-    s = settings()
-    html = build_report(rec, load_profile(model, s), s, progress=_progress)
-    path = write_report(html, out)
-    print(f"report: wrote {path} ({len(html.encode()) // 1024} KiB)", file=sys.stderr)
-    return path
+from advisor.cli._app import app
+from advisor.cli.common import model_arg, write_html
 
 
 @app.command("report")

@@ -1,1 +1,1 @@
-"""GPU spec table and host fingerprint."""
+"""GPU spec table, host reading (nvidia-smi, sysfs, DSA), the host fingerprint and resolve_host."""

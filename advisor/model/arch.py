@@ -1,4 +1,5 @@
-"""Normalise a raw config.json into ``TextArch``: the few numbers the profile needs.
+"""The known ``model_type`` table and ``TextArch``: the few numbers the profile needs (``normalise`` in
+:mod:`advisor.model.layout` reads a raw config.json into it).
 
 Known ``model_type``s are read straight from the JSON with transformers' defaults written
 here (each from the transformers configuration class named in the comment), so the hot path
@@ -135,29 +136,3 @@ def _autoconfig_dict(model_type: str, cfg: dict) -> dict | None:
     if hasattr(conf, "head_dim") and conf.head_dim is not None:
         full["head_dim"] = conf.head_dim
     return full
-
-
-def normalise(raw: dict) -> TextArch:
-    """Raw config.json -> TextArch. Raises ConfigError with the fix on anything unusable."""
-    cfg, _ = text_config(raw)
-    model_type = cfg.get("model_type") or raw.get("model_type")
-    if not model_type or not isinstance(model_type, str):
-        raise ConfigError("config.json has no 'model_type'; is this a Hugging Face transformers config?")
-    notes: list[str] = []
-    if model_type in KNOWN:
-        cfg = {**KNOWN[model_type]["defaults"], **cfg}
-    else:
-        full = _autoconfig_dict(model_type, cfg)
-        if full is not None:
-            cfg = full
-            notes.append(f"model_type {model_type!r} parsed with transformers AutoConfig")
-        elif all(k in cfg for k in ("hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size")):
-            notes.append(f"model_type {model_type!r} is unknown to transformers and advisor: profiled from raw JSON as a plain decoder")
-        else:
-            raise ConfigError(
-                f"unknown model_type {model_type!r} (not known to transformers or advisor) and the config lacks "
-                "hidden_size/num_hidden_layers/num_attention_heads/vocab_size; upgrade transformers or pass a standard config"
-            )
-    from advisor.model.layout import build_arch
-
-    return build_arch(model_type, cfg, raw, notes)

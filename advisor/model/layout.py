@@ -1,9 +1,10 @@
-"""Family-specific reading of a (defaults-filled) text config into TextArch."""
+"""Raw config.json -> TextArch (:func:`normalise`): defaults from advisor.model.arch, then the family-specific
+reading of the text config."""
 
 from __future__ import annotations
 
 from advisor.errors import ConfigError
-from advisor.model.arch import KNOWN, TextArch, _req
+from advisor.model.arch import KNOWN, TextArch, _autoconfig_dict, _req, text_config
 
 
 def _layer_kinds(mt: str, cfg: dict, layers: int) -> tuple[list[str], int | None]:
@@ -175,3 +176,27 @@ def build_arch(mt: str, cfg: dict, raw: dict, notes: list[str]) -> TextArch:
         a.max_context = 4096
         notes.append("no max_position_embeddings: assumed 4096")
     return a
+
+
+def normalise(raw: dict) -> TextArch:
+    """Raw config.json -> TextArch. Raises ConfigError with the fix on anything unusable."""
+    cfg, _ = text_config(raw)
+    model_type = cfg.get("model_type") or raw.get("model_type")
+    if not model_type or not isinstance(model_type, str):
+        raise ConfigError("config.json has no 'model_type'; is this a Hugging Face transformers config?")
+    notes: list[str] = []
+    if model_type in KNOWN:
+        cfg = {**KNOWN[model_type]["defaults"], **cfg}
+    else:
+        full = _autoconfig_dict(model_type, cfg)
+        if full is not None:
+            cfg = full
+            notes.append(f"model_type {model_type!r} parsed with transformers AutoConfig")
+        elif all(k in cfg for k in ("hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size")):
+            notes.append(f"model_type {model_type!r} is unknown to transformers and advisor: profiled from raw JSON as a plain decoder")
+        else:
+            raise ConfigError(
+                f"unknown model_type {model_type!r} (not known to transformers or advisor) and the config lacks "
+                "hidden_size/num_hidden_layers/num_attention_heads/vocab_size; upgrade transformers or pass a standard config"
+            )
+    return build_arch(model_type, cfg, raw, notes)

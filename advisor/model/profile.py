@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from advisor.errors import ConfigError
-from advisor.model.arch import normalise
+from advisor.model.layout import normalise
 from advisor.model.params import count, kv_bytes_per_token
 from advisor.model.schema import MlaDims, ModelProfile, QuantInfo
 

@@ -16,19 +16,20 @@ of such rows is reported beside the score.
 from __future__ import annotations
 
 from advisor.predict.dataset import Observation, ProfileFn, SEED_GPU, seed_observations
-from advisor.predict.evaluate import STATES, lomo_fits, score
+from advisor.predict.evaluate import STATES, lomo_fits
+from advisor.predict.score import score
 
 
 def _predictor(fitted, build: str | None):
+    from advisor.domain.prediction import RecommendedPrediction
     from advisor.hardware.gpus import get_gpu
     from advisor.predict.api import predict
 
     def _predict(profile, host, workload, k, tp):
         state = "ON" if host.dsa_enabled else "OFF"
         pred = predict(profile, get_gpu(host.gpu), tp, workload, host_state=state, k=k, fitted=fitted, build=build)
-        out = pred.model_dump(mode="json")
-        out["measured"] = None  # no probe record of the held-out model outside the scored rows
-        return out
+        # no probe record of the held-out model outside the scored rows: nothing measured
+        return RecommendedPrediction.model_validate(pred.model_dump())
 
     return _predict
 
@@ -37,19 +38,19 @@ def product_decision(o: Observation, profile, fitted, rules, *, own_build: bool 
     """(suffix chosen, in the probe band, P(win)) of ``recommend`` for seed row ``o``: as shipped
     (the prediction averages the release and seed builds' suffix-step costs), or with
     ``own_build`` the costs of the build the row was measured on."""
-    from advisor.plan.host import HostContext
+    from advisor.domain.host import HostContext
     from advisor.plan.recommend import FLIP_OFF_BELOW, FLIP_ON_ABOVE, recommend
     from functools import partial
 
-    from advisor.plan.wiring import planner
-    from advisor.plan.workload import Workload
+    from advisor.plan.planner import planner
+    from advisor.domain.workload import Workload
 
     host = HostContext(gpu=o.gpu or SEED_GPU, gpus=o.tp, origin="seed sweep host", dsa_enabled=o.host_state == "ON")
     workload = Workload(corpus=o.corpus, concurrency=o.concurrency)
     build = o.build if own_build else None
     rec = recommend(profile, host, workload, rules, predictor=_predictor(fitted, build),
                     planner=partial(planner, build=o.build if own_build else "release"))  # fmt: skip
-    p_win = (rec.prediction or {}).get("p_win")
+    p_win = rec.prediction.p_win if rec.prediction else None
     unsure = p_win is not None and FLIP_OFF_BELOW <= p_win <= FLIP_ON_ABOVE
     return rec.decision.speculative_method is not None, unsure, p_win
 

@@ -17,8 +17,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from advisor.errors import AdvisorError
 from advisor.hardware.gpus import GpuSpec
 from advisor.model.schema import ModelProfile
-from advisor.plan.decision import Decision
-from advisor.predict.absolute import Band, ReplicaLayout, ServingFigures, mtp_gain, ngram_gain, serve
+from advisor.domain.decision import Decision
+from advisor.domain.prediction import Band
+from advisor.predict.absolute import ReplicaLayout, ServingFigures, mtp_gain, ngram_gain, serve
 from advisor.predict.kbar_prior import max_draft
 
 Objective = Literal["throughput", "latency"]

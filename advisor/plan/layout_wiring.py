@@ -1,32 +1,26 @@
 """Hook the layout search (advisor.plan.layout) into a Recommendation: one call, after
 :func:`advisor.plan.recommend.recommend`, from the CLI adapter. Loads nothing itself: the probe
-records and cache dir come from the caller (settings are I/O)."""
+records and cache dir come from the caller (advisor.cli.wiring reads them)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from advisor.hardware.gpus import get_gpu
 from advisor.model.schema import ModelProfile
-from advisor.plan.decision import Decision
+from advisor.domain.decision import Decision
+from advisor.domain.recommendation import Recommendation
 from advisor.plan.layout import Candidate, LayoutQuery, LayoutResult, search, why_lost
-from advisor.predict.absolute import Band
+from advisor.domain.prediction import Band, RecommendedPrediction
 
 SHOWN = 3
 """Runners-up shown in text (``--json`` carries every candidate)."""
 
 
-def _records(settings):
-    from advisor.store import store_path
-
-    if not store_path(settings).is_file():
-        return None
-    from advisor.store import open_store
-
-    with open_store(settings) as store:
-        return [r for r in store.list_records() if r.outcome == "ok"] or None
-
-
-def apply_search(rec, profile: ModelProfile, rules, settings, query: LayoutQuery, *, tp: int | None, k: int | None):
-    """The recommendation with its decision, prediction and memory replaced by the search's winner."""
+def apply_search(rec: Recommendation, profile: ModelProfile, rules, query: LayoutQuery, *, tp: int | None, k: int | None,
+                 records=None, cache_dir: Path | None = None) -> Recommendation:  # fmt: skip
+    """The recommendation with its decision, prediction and memory replaced by the search's winner
+    (``records``: this user's ok probe records; ``cache_dir``: the predictor's fit cache)."""
     from advisor.plan.memory import plan_memory
     from advisor.plan.recommend import build_facts
     from advisor.predict.api import predict
@@ -35,12 +29,11 @@ def apply_search(rec, profile: ModelProfile, rules, settings, query: LayoutQuery
     host, workload = rec.host, rec.workload
     gpu = get_gpu(host.gpu)
     policy = apply_rules(rules, build_facts(profile, host, workload)).speculation
-    measured = (rec.prediction or {}).get("measured")
+    measured = rec.prediction.measured if rec.prediction else None
     if measured and policy not in ("required", "forbidden"):
         # A probe on this host outranks the prediction (advisor.plan.recommend._speculate): it fixes
         # suffix on or off; the layout and the other methods are still searched.
-        policy = "required" if measured["gain"] > 1.0 else "forbidden"
-    records, cache_dir = _records(settings), settings.data_dir / "cache"
+        policy = "required" if measured.gain > 1.0 else "forbidden"
     state = None if host.dsa_enabled is None else ("ON" if host.dsa_enabled else "OFF")
     preds: dict[tuple, object] = {}
 
@@ -59,7 +52,7 @@ def apply_search(rec, profile: ModelProfile, rules, settings, query: LayoutQuery
 
     def planner(prof: ModelProfile, d: Decision):
         # one quick verdict per candidate; the chosen candidate gets the full plan_memory below
-        return mem.boot_verdict(prof, gpu, d, d.tensor_parallel_size)
+        return mem.boot_verdict(prof, gpu, d, d.tensor_parallel_size, vllm_version=host.vllm_version)
 
     base = rec.decision.model_copy(update={"speculative_method": None, "num_speculative_tokens": None})
     k_rules = rec.decision.num_speculative_tokens or 32
@@ -75,16 +68,17 @@ def apply_search(rec, profile: ModelProfile, rules, settings, query: LayoutQuery
     decision = decision_of(base, c)
     from advisor.plan.layout import replica_profile
 
-    plan = plan_memory(replica_profile(profile, c.layout, c.method), gpu, decision, num_gpus=c.layout.tp, search=False)
-    pred = dict(rec.prediction or {})
+    plan = plan_memory(replica_profile(profile, c.layout, c.method), gpu, decision, num_gpus=c.layout.tp, search=False,
+                       vllm_version=host.vllm_version)
+    fields = rec.prediction.model_dump() if rec.prediction else {}
     n = c.figures.running_per_replica
     from advisor.predict.kbar_prior import max_draft
 
     sp = _predict(c.layout.tp, n, max_draft(c.k or k_rules) if c.method == "suffix" else max_draft(k_rules))
     if sp is not None:
-        pred.update(sp.model_dump(mode="json"))
-        pred["measured"] = (rec.prediction or {}).get("measured")
-    pred.update(absolute_prediction(c, query))
+        fields.update(sp.model_dump())  # measured and measured_near stay as the first prediction found them
+    fields.update(absolute_prediction(c, query))
+    pred = RecommendedPrediction.model_validate(fields) if "gain" in fields else None
     trace = [t for t in rec.trace if not t.startswith("memory:")]
     old = rec.decision.tensor_parallel_size
     if rec.prediction and (old, workload.concurrency) != (c.layout.tp, n):
@@ -97,7 +91,7 @@ def apply_search(rec, profile: ModelProfile, rules, settings, query: LayoutQuery
     if result.limits_missed:
         warnings.append(f"layout search: {result.limits_missed}")
     return rec.model_copy(update={
-        "decision": decision, "prediction": pred, "memory": plan.model_dump(mode="json", exclude={"alternative"}),
+        "decision": decision, "prediction": pred, "memory": plan.verdict(),
         "trace": trace, "warnings": warnings, "candidates": [candidate_json(x, c, query) for x in result.ranked],
     })  # fmt: skip
 
@@ -153,20 +147,20 @@ def search_trace(result: LayoutResult, query: LayoutQuery, policy: str) -> list[
 
 def text_lines(rec) -> list[str]:
     """The plain-text block: chosen figures, the next best three, and the labelled terms."""
-    p = rec.prediction or {}
-    if "throughput_tok_s" not in p:
+    p = rec.prediction
+    if p is None or p.throughput_tok_s is None:
         return []
-    fmt = lambda b, d=0: f"{b['value']:,.{d}f} [{b['low']:,.{d}f}, {b['high']:,.{d}f}]"  # noqa: E731
-    lines = [f"Predicted ({p['layout']}, {p['method']}; prompt {p['prompt_len']}, output {p['output_len']} tokens):",
-             f"  host output throughput {fmt(p['throughput_tok_s'])} tok/s",
-             f"  TPOT {fmt(p['tpot_ms'], 1)} ms   TTFT {fmt(p['ttft_ms'])} ms",
-             f"  decode step {fmt(p['step_ms'], 2)} ms at {p['running_per_replica']} running/replica, "
-             f"prefill {fmt(p['prefill_ms'], 1)} ms per prompt"]
-    if p.get("speculative_gain"):
-        lines.append(f"  speculative gain x{fmt(p['speculative_gain'], 2)}")
+    fmt = lambda b, d=0: f"{b.value:,.{d}f} [{b.low:,.{d}f}, {b.high:,.{d}f}]"  # noqa: E731
+    lines = [f"Predicted ({p.layout}, {p.method}; prompt {p.prompt_len}, output {p.output_len} tokens):",
+             f"  host output throughput {fmt(p.throughput_tok_s)} tok/s",
+             f"  TPOT {fmt(p.tpot_ms, 1)} ms   TTFT {fmt(p.ttft_ms)} ms",
+             f"  decode step {fmt(p.step_ms, 2)} ms at {p.running_per_replica} running/replica, "
+             f"prefill {fmt(p.prefill_ms, 1)} ms per prompt"]
+    if p.speculative_gain:
+        lines.append(f"  speculative gain x{fmt(p.speculative_gain, 2)}")
     lines.append("  intervals: step ±10% and prefill ±25% (ASSUMED bands; plain step MEASURED within 1% on H200 TP 1), "
                  "times the predictor's 90% gain interval for speculative methods")
-    for n in p.get("figure_notes", []):
+    for n in p.figure_notes or []:
         lines.append(f"  term: {n}")
     runners = [c for c in rec.candidates if not c.get("chosen")][:SHOWN]
     if runners:

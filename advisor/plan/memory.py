@@ -2,19 +2,19 @@
 
 Pure functions over ``ModelProfile``, ``GpuSpec`` and ``Decision``. The terms and their sources are
 in :mod:`advisor.plan.memory_terms`; the model is written up in docs/memory.md. Rerun the table
-there with ``python -m advisor.plan.memory MODEL --gpu B200 --gpus 8 --gmu 0.85 --k 32 --k 0``.
+there with ``python -m advisor.plan.memory_cli MODEL --gpu B200 --gpus 8 --gmu 0.85 --k 32 --k 0``.
 """
 
 from __future__ import annotations
 
 import math
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from advisor.hardware.gpus import GpuSpec
 from advisor.model.schema import ModelProfile
 from advisor.plan import memory_terms as t
-from advisor.plan.decision import Decision
+from advisor.domain.decision import Decision
+from advisor.domain.memory import Alternative, MemoryPlan, PlanSummary
+from advisor.vllm_facts import DEFAULT_VERSION
 
 MAX_GMU = 0.95
 """Highest gpu_memory_utilization the alternative search proposes."""
@@ -34,86 +34,12 @@ def _gib(n: float) -> float:
     return round(n / t.GiB, 2)
 
 
-class PlanSummary(BaseModel):
-    """The headline numbers of a plan (what an alternative is judged by)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    boots: bool
-    """Whether the engine is predicted to start."""
-    kv_cache_tokens: int
-    """Tokens the KV cache holds (num_gpu_blocks x block_size)."""
-    num_gpu_blocks: int
-    """KV blocks per GPU."""
-    max_concurrency_at_max_len: float
-    """How many requests of max_model_len tokens fit at once."""
-
-
-class Alternative(BaseModel):
-    """The nearest configuration that boots, when the asked one does not."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    decision: Decision
-    """The changed decision (everything else as asked)."""
-    field: str
-    """The Decision field the change touches (``gpu_memory_utilization``, ``num_speculative_tokens`` …)."""
-    plan_summary: PlanSummary
-    """Its predicted outcome."""
-    change: str
-    """What changed, e.g. ``num_speculative_tokens 32 -> 16``."""
-    reason: str
-    """Why this change, in words."""
-
-
-class MemoryPlan(BaseModel):
-    """Predicted start-up memory of one vLLM replica, per GPU."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    boots: bool
-    """Whether the engine is predicted to start (weights fit, at least one block, one full-length request fits)."""
-    kv_cache_tokens: int
-    """Tokens of KV cache (num_gpu_blocks x block_size); 0 when it does not boot."""
-    num_gpu_blocks: int
-    """KV blocks per GPU, as vLLM would log it (0 when the budget is exhausted)."""
-    max_concurrency_at_max_len: float
-    """Requests of max_model_len tokens the cache holds at once."""
-    dominant_term: str
-    """The term (key of terms_gib) that eats the most memory."""
-    terms_gib: dict[str, float]
-    """Per GPU, GiB: budget (gmu x total) = weights + activation_peak + spec_decode_extra +
-    cudagraph + non_torch + kv_cache - deficit; spec_decode_fitted is the fitted part of spec_decode_extra."""
-    reason: str
-    """The verdict in words."""
-    fits_weights: bool
-    """False: the weights alone do not fit in the budget on these GPUs."""
-    min_gpus_for_weights: int | None
-    """Smallest TP at which this model boots without speculation at this gmu and max_model_len
-    (None: not within 64 GPUs)."""
-    alternative: Alternative | None = None
-    """Nearest configuration that boots, when this one does not."""
-    inputs: dict[str, int] = Field(default_factory=dict)
-    """Resolved settings the arithmetic used: max_num_batched_tokens, max_num_seqs, block_size,
-    tensor_parallel_size, cudagraph graphs, block bytes."""
-    notes: list[str] = Field(default_factory=list)
-    """Assumptions and warnings (e.g. a TP size vLLM would reject for this head count)."""
-
-    def summary(self) -> PlanSummary:
-        """The headline numbers."""
-        return PlanSummary(
-            boots=self.boots,
-            kv_cache_tokens=self.kv_cache_tokens,
-            num_gpu_blocks=self.num_gpu_blocks,
-            max_concurrency_at_max_len=self.max_concurrency_at_max_len,
-        )
-
-
-def _core(profile: ModelProfile, gpu: GpuSpec, d: Decision, block_size: int, build: str = "release") -> dict:
+def _core(profile: ModelProfile, gpu: GpuSpec, d: Decision, block_size: int, build: str = "release",
+          version: str = DEFAULT_VERSION) -> dict:
     """All the arithmetic of one plan (no verdict text, no alternative search)."""
     tp = d.tensor_parallel_size
     k = (d.num_speculative_tokens or 0) if d.speculative_method else 0
-    mnbt, default_seqs = t.batch_defaults(gpu)
+    mnbt, default_seqs = t.batch_defaults(gpu, version)
     seqs = d.max_num_seqs or default_seqs
     mnbt = max(mnbt, seqs)  # scheduler.py: max_num_batched_tokens must be >= max_num_seqs
     total = gpu.memory_bytes
@@ -124,7 +50,7 @@ def _core(profile: ModelProfile, gpu: GpuSpec, d: Decision, block_size: int, bui
     act = max(fwd, t.sampler_peak(profile, rows, mnbt, spec=False))
     spec_src = max(fwd, t.sampler_peak(profile, rows, mnbt, spec=True)) - act if k else 0
     spec_fit = t.spec_fitted_bytes(profile, k, seqs, build) if k else 0
-    cg, graphs = t.cudagraph_bytes(profile, gpu, tp, d.cudagraph_mode, k, seqs, mnbt)
+    cg, graphs = t.cudagraph_bytes(profile, gpu, tp, d.cudagraph_mode, k, seqs, mnbt, version)
     nt = t.non_torch_bytes(tp)
     avail = budget - w.per_gpu - act - spec_src - spec_fit - cg - nt
     kv_all, _ = t.kv_bytes_per_token_gpu(profile, tp)
@@ -178,8 +104,9 @@ def _terms(c: dict) -> dict[str, float]:
     }
 
 
-def _quick(profile: ModelProfile, gpu: GpuSpec, d: Decision, num_gpus: int, block_size: int, build: str = "release") -> PlanSummary:
-    c = _core(profile, gpu, d, block_size, build)
+def _quick(profile: ModelProfile, gpu: GpuSpec, d: Decision, num_gpus: int, block_size: int, build: str = "release",
+           version: str = DEFAULT_VERSION) -> PlanSummary:
+    c = _core(profile, gpu, d, block_size, build, version)
     ok, _ = _boots(c, gpu, d.gpu_memory_utilization, num_gpus)
     tokens = c["blocks"] * block_size if ok else 0
     return PlanSummary(boots=ok, kv_cache_tokens=tokens, num_gpu_blocks=c["blocks"],
@@ -187,10 +114,11 @@ def _quick(profile: ModelProfile, gpu: GpuSpec, d: Decision, num_gpus: int, bloc
 
 
 def boot_verdict(profile: ModelProfile, gpu: GpuSpec, d: Decision, num_gpus: int, *,
-                 block_size: int = t.DEFAULT_BLOCK_SIZE, build: str = "release") -> tuple[bool, int, str]:
+                 block_size: int = t.DEFAULT_BLOCK_SIZE, build: str = "release",
+                 vllm_version: str = DEFAULT_VERSION) -> tuple[bool, int, str]:
     """(boots, KV tokens, reason) of ``d``: the planner's arithmetic without its alternative search or
     minimum-GPU scan (one call per candidate of the layout search)."""
-    c = _core(profile, gpu, d, block_size, build)
+    c = _core(profile, gpu, d, block_size, build, vllm_version)
     ok, why = _boots(c, gpu, d.gpu_memory_utilization, num_gpus)
     return ok, c["blocks"] * block_size if ok else 0, why
 
@@ -232,7 +160,7 @@ def _other_quant_hint(profile: ModelProfile, gpu: GpuSpec, d: Decision, num_gpus
 
 def plan_memory(profile: ModelProfile, gpu: GpuSpec, decision: Decision, *, num_gpus: int | None = None,
                 block_size: int = t.DEFAULT_BLOCK_SIZE, search: bool = True, build: str = "release",
-                fixed: frozenset[str] = frozenset()) -> MemoryPlan:
+                fixed: frozenset[str] = frozenset(), vllm_version: str = DEFAULT_VERSION) -> MemoryPlan:
     """Predict vLLM's start-up memory per GPU for ``decision`` on ``num_gpus`` x ``gpu``.
 
     ``num_gpus`` defaults to the decision's tensor_parallel_size. When the configuration does not
@@ -241,7 +169,7 @@ def plan_memory(profile: ModelProfile, gpu: GpuSpec, decision: Decision, *, num_
     which adds the FITTED K-dependent term; used to reproduce the seed's boot outcomes).
     """
     num_gpus = num_gpus or decision.tensor_parallel_size
-    c = _core(profile, gpu, decision, block_size, build)
+    c = _core(profile, gpu, decision, block_size, build, vllm_version)
     ok, why = _boots(c, gpu, decision.gpu_memory_utilization, num_gpus)
     terms = _terms(c)
     consumers = {k: v for k, v in terms.items() if k in ("weights", "activation_peak", "spec_decode_extra", "cudagraph", "non_torch")}
@@ -270,7 +198,7 @@ def plan_memory(profile: ModelProfile, gpu: GpuSpec, decision: Decision, *, num_
     )
     if not ok and search:
         plan.alternative = nearest_bootable(profile, gpu, decision, num_gpus=num_gpus, block_size=block_size, build=build,
-                                            fixed=fixed)
+                                            fixed=fixed, vllm_version=vllm_version)
     return plan
 
 
@@ -300,14 +228,14 @@ def _notes(profile: ModelProfile, d: Decision, c: dict, build: str = "release") 
     return notes
 
 
-def _candidates(profile: ModelProfile, gpu: GpuSpec, d: Decision, num_gpus: int):
+def _candidates(profile: ModelProfile, gpu: GpuSpec, d: Decision, num_gpus: int, version: str = DEFAULT_VERSION):
     """(decision, field changed, change, reason) in the search order of nearest_bootable."""
     k = d.num_speculative_tokens if d.speculative_method else None
     if k:
         for nk in (x for x in K_LADDER if x < k):
             yield (d.model_copy(update={"num_speculative_tokens": nk}), "num_speculative_tokens", f"num_speculative_tokens {k} -> {nk}",
                    "fewer draft tokens shrink what speculative decoding holds at start-up; suffix stays on")
-    seqs = d.max_num_seqs or t.batch_defaults(gpu)[1]
+    seqs = d.max_num_seqs or t.batch_defaults(gpu, version)[1]
     label = f"{seqs}{'' if d.max_num_seqs else ' (default)'}"
     for ns in (x for x in SEQS_LADDER if x < seqs):
         yield (d.model_copy(update={"max_num_seqs": ns}), "max_num_seqs", f"max_num_seqs {label} -> {ns}",
@@ -332,24 +260,18 @@ def _candidates(profile: ModelProfile, gpu: GpuSpec, d: Decision, num_gpus: int)
 
 def nearest_bootable(profile: ModelProfile, gpu: GpuSpec, decision: Decision, *, num_gpus: int,
                      block_size: int = t.DEFAULT_BLOCK_SIZE, build: str = "release",
-                     fixed: frozenset[str] = frozenset()) -> Alternative | None:
+                     fixed: frozenset[str] = frozenset(), vllm_version: str = DEFAULT_VERSION) -> Alternative | None:
     """The first single change that boots, in this order: lower K (suffix kept: 32 -> 24 -> 16 -> 8),
     lower max_num_seqs, higher gmu (<= 0.95), lower max_model_len, higher TP (<= num_gpus), and as a
     last resort speculation off. Fields named in ``fixed`` (the user's explicit flags) are never
     changed. None when the decision already boots or nothing single does."""
-    if _quick(profile, gpu, decision, num_gpus, block_size, build).boots:
+    if _quick(profile, gpu, decision, num_gpus, block_size, build, vllm_version).boots:
         return None
-    for cand, field, change, why in _candidates(profile, gpu, decision, num_gpus):
+    for cand, field, change, why in _candidates(profile, gpu, decision, num_gpus, vllm_version):
         if field in fixed:
             continue
-        s = _quick(profile, gpu, cand, num_gpus, block_size, build)
+        s = _quick(profile, gpu, cand, num_gpus, block_size, build, vllm_version)
         if s.boots:
             return Alternative(decision=cand, field=field, plan_summary=s, change=change,
                                reason=f"{why}: predicted to boot with {s.kv_cache_tokens} KV tokens")
     return None
-
-
-if __name__ == "__main__":  # pragma: no cover - thin edge, see memory_cli
-    from advisor.plan.memory_cli import main
-
-    raise SystemExit(main())

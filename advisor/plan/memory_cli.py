@@ -1,4 +1,4 @@
-"""``python -m advisor.plan.memory MODEL --gpu B200 --gpus 8 --gmu 0.85 --k 32 --k 0``: the terms table.
+"""``python -m advisor.plan.memory_cli MODEL --gpu B200 --gpus 8 --gmu 0.85 --k 32 --k 0``: the terms table.
 
 The I/O edge of the memory planner: resolves the model (``load_profile``) and the GPU, prints a
 Markdown table of the per-GPU terms, one column per K (docs/memory.md is generated with it).
@@ -10,7 +10,7 @@ import argparse
 import json
 import sys
 
-from advisor.plan.memory import MemoryPlan
+from advisor.domain.memory import MemoryPlan
 
 ROWS = (
     ("budget", "budget (gmu x total)"),
@@ -44,7 +44,7 @@ def terms_table(plans: dict[str, MemoryPlan]) -> str:
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m advisor.plan.memory", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python -m advisor.plan.memory_cli", description=__doc__.splitlines()[0])
     p.add_argument("model", nargs="?", help="HF id, bundled catalog id or path to a model directory / config.json")
     p.add_argument("--gpu", default="B200", help="GPU name from catalog/gpus.yaml")
     p.add_argument("--gpus", type=int, default=8, help="GPUs on the host (also the default TP)")
@@ -83,7 +83,7 @@ def calibration_table(args) -> str:
     from advisor.hardware.gpus import get_gpu
     from advisor.model.load import load_profile
     from advisor.plan import memory_terms as t
-    from advisor.plan.decision import Decision
+    from advisor.domain.decision import Decision
     from advisor.plan.memory_fit import bound, bracket
 
     gpu = get_gpu(args.gpu)
@@ -113,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     from advisor.errors import AdvisorError
     from advisor.hardware.gpus import get_gpu
     from advisor.model.load import load_profile
-    from advisor.plan.decision import Decision
+    from advisor.domain.decision import Decision
     from advisor.plan.memory import plan_memory
 
     args = _parser().parse_args(argv)

@@ -18,7 +18,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 
 from advisor.hardware.gpus import get_gpu
-from advisor.plan.decision import Decision
+from advisor.domain.decision import Decision
 from advisor.plan.memory import plan_memory
 from advisor.predict.dataset import ProfileFn
 from advisor.predict.gpu_steps import GRID_DIR, MODEL_IDS, grid_dirs
@@ -67,11 +67,13 @@ def measured_points(calibration_dir: Path, profile_for: ProfileFn) -> list[Memor
             d = Decision(speculative_method="suffix" if k else None, num_speculative_tokens=k or None,
                          gpu_memory_utilization=boot["gmu"], tensor_parallel_size=1, max_model_len=boot["max_model_len"])  # fmt: skip
             gpu = "H200" if "H200" in boot.get("gpu_name", "") else boot.get("gpu_name", "unknown")
-            plan = plan_memory(profile_for(MODEL_IDS.get(boot["model"], boot["model"])), get_gpu(gpu), d, num_gpus=1)
+            version = boot.get("vllm_version", "unknown")
+            plan = plan_memory(profile_for(MODEL_IDS.get(boot["model"], boot["model"])), get_gpu(gpu), d, num_gpus=1,
+                               vllm_version=version)  # fmt: skip
             t = plan.terms_gib
             meas = float(kv.group(1))
             out.append(MemoryPoint(
-                model=boot["model"], k=k, gpu=gpu, vllm_version=boot.get("vllm_version", "unknown"),
+                model=boot["model"], k=k, gpu=gpu, vllm_version=version,
                 kv_measured=meas, kv_planned=round(t["kv_cache"], 2), rel_err=round(t["kv_cache"] / meas - 1, 4),
                 weights_measured=boot["model_memory_gib"], weights_planned=round(t["weights"], 2),
                 graph_estimate_measured=float(graph.group(1)) if graph else None,

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 from advisor.hardware.gpus import GpuSpec
 from advisor.model.schema import ModelProfile
+from advisor.vllm_facts import DEFAULT_VERSION
 from advisor.vllm_facts import facts as _facts
 
 GiB = 1 << 30
@@ -153,10 +154,10 @@ def weights_per_gpu(profile: ModelProfile, tp: int) -> WeightSplit:
     return WeightSplit(per_gpu=per_gpu, vocab=vocab // tp, replicated=replicated, kv_replication=kv_rep, sharded=sharded // tp)
 
 
-def batch_defaults(gpu: GpuSpec) -> tuple[int, int]:
-    """vLLM's default (max_num_batched_tokens, max_num_seqs) for the OpenAI server on ``gpu``
+def batch_defaults(gpu: GpuSpec, version: str = DEFAULT_VERSION) -> tuple[int, int]:
+    """vLLM ``version``'s default (max_num_batched_tokens, max_num_seqs) for the OpenAI server on ``gpu``
     (vllm/engine/arg_utils.py get_batch_defaults; the tiers are advisor.vllm_facts batch_tiers)."""
-    return _facts().batch_defaults(gpu.memory_mib, " ".join([gpu.name, *gpu.aliases]).lower())
+    return _facts(version).batch_defaults(gpu.memory_mib, " ".join([gpu.name, *gpu.aliases]).lower())
 
 
 def is_sm100(gpu: GpuSpec) -> bool:
@@ -215,10 +216,11 @@ def spec_fitted_bytes(profile: ModelProfile, k: int, max_num_seqs: int, build: s
 
 
 def capture_sizes(gpu: GpuSpec, k: int, max_num_seqs: int, max_num_batched_tokens: int,
-                  mode: str = "FULL_AND_PIECEWISE") -> tuple[list[int], int]:
-    """(cudagraph capture sizes, uniform decode query length), as _set_cudagraph_sizes builds them."""
+                  mode: str = "FULL_AND_PIECEWISE", version: str = DEFAULT_VERSION) -> tuple[list[int], int]:
+    """(cudagraph capture sizes, uniform decode query length), as vLLM ``version``'s
+    _set_cudagraph_sizes builds them."""
     qlen = 1 + k
-    cap = min(max_num_seqs * qlen * 2, DEFAULT_GRAPH_CAP["sm100" if is_sm100(gpu) else "other"])
+    cap = min(max_num_seqs * qlen * 2, _facts(version).graph_cap_for(is_sm100(gpu)))
     uniform: list[int] = []
     if qlen > 1:
         reqs = min(max_num_seqs, cap)
@@ -245,12 +247,13 @@ def capture_sizes(gpu: GpuSpec, k: int, max_num_seqs: int, max_num_batched_token
     return sorted(set(sizes)), qlen
 
 
-def cudagraph_bytes(profile: ModelProfile, gpu: GpuSpec, tp: int, mode: str, k: int, max_num_seqs: int, max_num_batched_tokens: int) -> tuple[int, int]:
+def cudagraph_bytes(profile: ModelProfile, gpu: GpuSpec, tp: int, mode: str, k: int, max_num_seqs: int,
+                    max_num_batched_tokens: int, version: str = DEFAULT_VERSION) -> tuple[int, int]:
     """(estimate, number of graphs) as profile_cudagraph_memory sums it: per mode, the first
     (largest) capture plus ``per_graph x (n - 1)``. Mode NONE captures nothing."""
     if mode == "NONE":
         return 0, 0
-    sizes, qlen = capture_sizes(gpu, k, max_num_seqs, max_num_batched_tokens, mode)
+    sizes, qlen = capture_sizes(gpu, k, max_num_seqs, max_num_batched_tokens, mode, version)
     decode = [s for s in sizes if s % qlen == 0 and s // qlen <= max_num_seqs]
     groups: list[tuple[list[int], int]] = []
     piece = max(MIN_PER_GRAPH_BYTES, PER_LAYER_GRAPH_BYTES * (profile.num_layers + 1))

@@ -12,43 +12,18 @@ from __future__ import annotations
 
 import shlex
 
-from pydantic import BaseModel, ConfigDict
-
-from advisor.plan.decision import Decision
-from advisor.plan.workload import Workload
-from advisor.probe.corpus import BUILTIN as PROBE_CORPORA
-
-DEFAULT_PROBE_CORPUS = "humaneval"
-
-
-class ProbePlan(BaseModel):
-    """One probe campaign that would settle an unsure recommendation."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    reason: str
-    model: str
-    corpus: str
-    """A prompt file or a built-in probe corpus."""
-    corpus_note: str | None = None
-    """Set when the probe cannot run on the user's own traffic."""
-    configs: str
-    """``--configs`` value: vanilla and suffix at the recommended K."""
-    tensor_parallel_size: int
-    gpu_memory_utilization: float
-    max_model_len: int
-    concurrency: int
-    argv: list[str]
-    """``advisor probe …`` as an argument vector."""
-    command: str
-    """The same, shell-quoted for copy and paste."""
+from advisor.domain.corpora import DEFAULT_PROBE_CORPUS, PROBE_CORPORA
+from advisor.domain.decision import Decision
+from advisor.domain.prediction import RecommendedPrediction
+from advisor.domain.probe_plan import ProbePlan
+from advisor.domain.workload import Workload
 
 
 def probe_plan(
     model_id: str,
     decision: Decision,
     workload: Workload,
-    prediction: dict | None,
+    prediction: RecommendedPrediction | None,
     *,
     policy: str,
     k: int,
@@ -57,10 +32,10 @@ def probe_plan(
 ) -> ProbePlan | None:
     """The plan, or None when the recommendation is settled: the rules decide, this host already
     measured it, or P(win) is outside [low, high]."""
-    if prediction is None or policy in ("required", "forbidden") or prediction.get("measured"):
+    if prediction is None or policy in ("required", "forbidden") or prediction.measured:
         return None
-    p_win = prediction.get("p_win")
-    if p_win is None or not (low <= p_win <= high):
+    p_win = prediction.p_win
+    if not (low <= p_win <= high):
         return None
     note = None
     if workload.corpus_is_file and workload.corpus:

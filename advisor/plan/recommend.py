@@ -5,12 +5,16 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel
 
+from advisor.domain.corpora import SEED_CORPORA
+from advisor.domain.decision import DSA_ENV, Decision
+from advisor.domain.host import HostContext
+from advisor.domain.prediction import RecommendedPrediction
+from advisor.domain.recommendation import Recommendation
+from advisor.domain.workload import Workload
 from advisor.model.schema import ModelProfile
-from advisor.plan.decision import Decision
-from advisor.plan.host import HostContext
-from advisor.plan.workload import SEED_CORPORA, Workload
+from advisor.plan.seams import MemoryPlanner, Predictor
 from advisor.rules.engine import RulesOutcome, apply_rules
 from advisor.rules.schema import Rule
 from advisor.vllm_facts import facts as _facts
@@ -21,38 +25,6 @@ max_spec_factor x match length (advisor.vllm_facts suffix_draft_cap; docs/kbar.m
 # How confident a prediction must be to flip a rule's default (P(suffix wins)).
 FLIP_OFF_BELOW = 0.30
 FLIP_ON_ABOVE = 0.70
-
-
-class Recommendation(BaseModel):
-    """What ``advisor recommend --json`` prints. Top-level names are a stable contract."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    model: dict
-    """The ``advisor inspect --json`` object."""
-    host: HostContext
-    workload: Workload
-    decision: Decision
-    rules_fired: list[dict]
-    """[{id, rationale, severity, source, set}] in the order applied."""
-    warnings: list[str]
-    prediction: dict | None = None
-    """{gain, gain_low, gain_high, p_win, k_bar, r, …} from the K > R predictor at the decision's TP
-    and K, ``measured`` ({gain, k_bar, runs, campaigns} or None): what probes on this host found for
-    this exact deployment (model, traffic, K, GPU, TP, concurrency, no overrides), and
-    ``measured_near`` ([{campaign, gain, k_bar, differs}]): probes of this model, traffic and K that
-    differ in something else (not used to decide)."""
-    memory: dict | None = None
-    """Boot feasibility of the chosen decision (kv_cache_tokens, boots, …)."""
-    trace: list[str] = Field(default_factory=list)
-    """How the speculation choice was reached, step by step."""
-    host_dsa_queues: str | None = None
-    """Host DSA work-queue state the evidence was measured at: enabled / disabled / either."""
-    probe_plan: dict | None = None
-    """When the prediction is unsure: the ``advisor probe`` campaign that settles it (advisor.plan.probe_plan)."""
-    candidates: list[dict] = Field(default_factory=list)
-    """Layout search (issue 15, advisor.plan.layout_wiring): every searched layout x speculative method,
-    best first, with predicted figures and why each lost."""
 
 
 def corpus_kind(workload: Workload) -> str:
@@ -113,26 +85,26 @@ def valid_tp(profile: ModelProfile, gpus: int) -> int:
     return 1
 
 
-def _speculate(outcome: RulesOutcome, prediction: dict | None, trace: list[str]) -> bool:
+def _speculate(outcome: RulesOutcome, prediction: RecommendedPrediction | None, trace: list[str]) -> bool:
     policy, rule = outcome.speculation, outcome.speculation_rule or "default"
-    p_win = prediction.get("p_win") if prediction else None
+    p_win = prediction.p_win if prediction else None
     if policy == "required":
         trace.append(f"rule {rule} requires suffix decoding; the prediction does not override it")
         return True
     if policy == "forbidden":
         trace.append(f"rule {rule} forbids suffix decoding; the prediction does not override it")
         return False
-    measured = prediction.get("measured") if prediction else None
-    for n in (prediction or {}).get("measured_near") or []:
-        how = ("it only informs the calibrated fit" if n.get("fitted") else
+    measured = prediction.measured if prediction else None
+    for n in prediction.measured_near if prediction else []:
+        how = ("it only informs the calibrated fit" if n.fitted else
                "nor fitted: a probe without a GPU says nothing about a GPU's gain")  # fmt: skip
-        trace.append(f"probe campaign {n['campaign']} measured suffix at {n['gain']:.2f}x vanilla for this model, traffic and "
-                     f"K, but not for this deployment ({'; '.join(n['differs'])}): not used to decide ({how})")  # fmt: skip
+        trace.append(f"probe campaign {n.campaign} measured suffix at {n.gain:.2f}x vanilla for this model, traffic and "
+                     f"K, but not for this deployment ({'; '.join(n.differs)}): not used to decide ({how})")  # fmt: skip
     if measured:
-        on = measured["gain"] > 1.0
+        on = measured.gain > 1.0
         trace.append(
-            f"rule {rule} sets {policy}; probes on this host measured suffix at {measured['gain']:.2f}x vanilla "
-            f"({measured['runs']} run(s), campaign {', '.join(measured['campaigns'])}): suffix {'on' if on else 'off'} "
+            f"rule {rule} sets {policy}; probes on this host measured suffix at {measured.gain:.2f}x vanilla "
+            f"({measured.runs} run(s), campaign {', '.join(measured.campaigns)}): suffix {'on' if on else 'off'} "
             f"(the measurement outranks the prediction, P(win)={p_win:.2f})"
         )
         return on
@@ -161,7 +133,7 @@ def _speculate(outcome: RulesOutcome, prediction: dict | None, trace: list[str])
 
 FIXED_BY = {"tensor_parallel_size": "--tp", "max_model_len": "--max-model-len", "num_speculative_tokens": "--k",
             "gpu_memory_utilization": "--gmu"}
-"""Decision fields a user's flag sets; the memory planner never changes those (advisor.plan.wiring.planner)."""
+"""Decision fields a user's flag sets; the memory planner never changes those (advisor.plan.planner.planner)."""
 
 
 def _k_trace(k: int, trace: list[str]) -> None:
@@ -190,15 +162,14 @@ def recommend(
     max_model_len: int | None = None,
     num_speculative_tokens: int | None = None,
     gpu_memory_utilization: float | None = None,
-    predictor=None,
-    planner=None,
+    predictor: Predictor | None = None,
+    planner: MemoryPlanner | None = None,
 ) -> Recommendation:
-    """The whole decision. ``predictor(profile, host, workload, k, tp) -> dict | None`` and
-    ``planner(profile, host, decision, fixed) -> (decision, memory dict, trace lines, warnings)`` are
-    injected so that this function stays pure and testable. The prediction is for the final
+    """The whole decision. The :class:`~advisor.plan.seams.Predictor` and the
+    :class:`~advisor.plan.seams.MemoryPlanner` are injected so that this function stays pure and
+    testable (advisor.plan.predictor.predictor and advisor.plan.planner.planner are the real ones). The prediction is for the final
     decision's TP and K (after the memory planner); the user's flags are never changed silently."""
     from advisor.errors import UsageError
-    from advisor.render.flags import DSA_ENV
 
     if tensor_parallel_size is not None:
         why = tp_refusal(profile, tensor_parallel_size)
@@ -294,5 +265,5 @@ def recommend(
         memory=memory,
         trace=trace,
         host_dsa_queues=fields.get("host_dsa_queues"),
-        probe_plan=plan.model_dump() if plan else None,
+        probe_plan=plan,
     )

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from advisor.domain.prediction import Band
 from advisor.hardware.gpus import GpuSpec
 from advisor.model.schema import ModelProfile
 from advisor.predict import stepcost as sc
@@ -52,16 +53,6 @@ lookup reaches on the same traffic: it matches only the request's own prompt and
 decoding also the global tree of earlier responses. Never measured here."""
 REJECTION_S = 0.1e-3
 """ASSUMED cost of the rejection sampler per speculative step for GPU-drafted methods (MTP)."""
-
-
-class Band(BaseModel):
-    """A figure with its interval."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    value: float
-    low: float
-    high: float
 
 
 class ReplicaLayout(BaseModel):

@@ -29,7 +29,7 @@ from pydantic import BaseModel, ConfigDict
 from advisor.hardware.gpus import GpuSpec, get_gpu
 from advisor.model.schema import ModelProfile
 from advisor.predict import kbar_prior as kp
-from advisor.predict.dataset import KBAR_FLOOR, Observation, ProfileFn, implied_kbar
+from advisor.predict.dataset import KBAR_FLOOR, Observation, ProfileFn
 from advisor.predict.stepcost import Build, RBreakdown, r_ratio
 
 FEATURES = ("host_on_x_overhead", "reasoning_x_logsize", "instruct_x_llama", "log_r")
@@ -161,7 +161,7 @@ def fit(observations: Sequence[Observation], profile_of: ProfileFn, *, exclude_m
     train = [o for o in observations if o.model != exclude_model]
     if not train:
         raise ValueError("no calibration rows left to fit on")
-    implied = [(o.model, o.corpus, o.family, implied_kbar(o, profile_of(o.model))) for o in train if o.corpus]
+    implied = [(o.model, o.corpus, o.family, kp.implied_kbar(o, profile_of(o.model))) for o in train if o.corpus]
     priors = kp.derive(implied, source=f"implied by {len(implied)} calibration rows (K̄ = gain × R)")
     models = sorted({o.model for o in train})
     shell = CalibratedModel(priors=priors, coef=[0.0] * len(FEATURES), intercept=0.0, model_effects={},

@@ -23,14 +23,13 @@ import math
 from collections.abc import Iterable
 
 from advisor.predict.dataset import Observation
+from advisor.predict.score import score
 
 FLIP_MARGIN = 0.10
 """|log gain| that counts as a clear win at both host states (≈ 10 %, above run-to-run noise)."""
 
 
 def _score(pairs: Iterable[tuple[Observation, bool]]) -> dict:
-    from advisor.predict.evaluate import score
-
     return score(list(pairs)).model_dump()
 
 

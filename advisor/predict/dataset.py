@@ -10,7 +10,6 @@ noise). Probe records pair a campaign's ``suffix:K`` runs with its ``vanilla`` r
 from __future__ import annotations
 
 import csv
-import math
 from collections.abc import Callable, Iterable
 from functools import lru_cache
 
@@ -133,44 +132,6 @@ def probe_observations(records: Iterable, profile_of: ProfileFn | None = None) -
                 k_bar=rec.tokens_per_step or rec.mean_acceptance_length, source=f"probe:{campaign}", build="release",
             ))  # fmt: skip
     return out
-
-
-_IMPLIED: dict[tuple, float] = {}
-
-
-def implied_kbar(obs: Observation, profile: ModelProfile) -> float:
-    """K̄ that makes gain = K̄ / R(K̄) for this observation (fixed point; R grows slowly with K̄)."""
-    key = (profile.id, profile.weight_bytes, profile.family, obs.gpu, obs.tp, obs.concurrency, obs.k,
-           obs.corpus, obs.gain, obs.k_bar, obs.build)  # fmt: skip
-    if key not in _IMPLIED:
-        _IMPLIED[key] = _solve_kbar(obs, profile)
-    return _IMPLIED[key]
-
-
-def _solve_kbar(obs: Observation, profile: ModelProfile) -> float:
-    from advisor.hardware.gpus import get_gpu
-    from advisor.predict.kbar_prior import draft_tokens, shape_for
-    from advisor.predict.stepcost import r_ratio
-
-    if obs.k_bar:
-        return obs.k_bar
-    gpu = get_gpu(obs.gpu)
-    ctx = shape_for(obs.corpus).context(profile.family)
-    kb = max(obs.gain, KBAR_FLOOR)
-    for _ in range(30):  # R grows slowly with K̄, so plain iteration contracts
-        r = r_ratio(profile, gpu, obs.tp, concurrency=obs.concurrency, draft_tokens=draft_tokens(kb, obs.k), context=ctx, k=obs.k,
-                    build=obs.build).r
-        new = max(obs.gain * r, KBAR_FLOOR)
-        if abs(math.log(new / kb)) < 1e-3:
-            return new
-        kb = new
-    return kb
-
-
-def implied_kbar_rows(observations: list[Observation], profile_of: ProfileFn | None = None) -> list[tuple[str, str, str, float]]:
-    """(model, corpus, family, implied K̄) for observations with a corpus."""
-    profile_of = profile_of or default_profile_of()
-    return [(o.model, o.corpus, o.family, implied_kbar(o, profile_of(o.model))) for o in observations if o.corpus]
 
 
 def default_profile_of(settings=None) -> ProfileFn:

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pydantic import BaseModel, ConfigDict
 
 from advisor.predict.dataset import Observation, ProfileFn, seed_observations
+from advisor.predict.score import score
 
 STATES = ("OFF", "ON")
 
@@ -33,29 +34,6 @@ class RowResult(BaseModel):
     chose_suffix: bool
     frac: float
     """Throughput of the chosen option / the better of suffix and vanilla."""
-
-
-class Score(BaseModel):
-    """Scores of one policy in one host state."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    geo_frac: float
-    min_frac: float
-    accuracy: float
-    rows: int
-
-
-def score(rows: list[tuple[Observation, bool]]) -> Score:
-    """Geometric-mean fraction, minimum fraction and winner accuracy of (observation, chose_suffix) pairs."""
-    fracs, right = [], 0
-    for o, suffix in rows:
-        chosen = o.suffix_tps if suffix else o.vanilla_tps
-        fracs.append(chosen / max(o.suffix_tps, o.vanilla_tps))
-        right += suffix == (o.suffix_tps > o.vanilla_tps)
-    n = len(fracs)
-    return Score(geo_frac=round(math.exp(sum(map(math.log, fracs)) / n), 4), min_frac=round(min(fracs), 4),
-                 accuracy=round(right / n, 4), rows=n)  # fmt: skip
 
 
 def writeup_tree(o: Observation, arch: str) -> bool:

@@ -18,6 +18,8 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 
 from advisor.errors import DataError
+from advisor.model.schema import ModelProfile
+from advisor.predict.dataset import KBAR_FLOOR, Observation, ProfileFn, default_profile_of
 from advisor.vllm_facts import facts as _facts
 
 ACCEPTANCE = 0.5
@@ -189,9 +191,46 @@ def write(priors: list[KbarPrior], path: Path) -> None:
             w.writerow(p.model_dump())
 
 
+_IMPLIED: dict[tuple, float] = {}
+
+
+def implied_kbar(obs: Observation, profile: ModelProfile) -> float:
+    """K̄ that makes gain = K̄ / R(K̄) for this observation (fixed point; R grows slowly with K̄)."""
+    key = (profile.id, profile.weight_bytes, profile.family, obs.gpu, obs.tp, obs.concurrency, obs.k,
+           obs.corpus, obs.gain, obs.k_bar, obs.build)  # fmt: skip
+    if key not in _IMPLIED:
+        _IMPLIED[key] = _solve_kbar(obs, profile)
+    return _IMPLIED[key]
+
+
+def _solve_kbar(obs: Observation, profile: ModelProfile) -> float:
+    from advisor.hardware.gpus import get_gpu
+    from advisor.predict.stepcost import r_ratio
+
+    if obs.k_bar:
+        return obs.k_bar
+    gpu = get_gpu(obs.gpu)
+    ctx = shape_for(obs.corpus).context(profile.family)
+    kb = max(obs.gain, KBAR_FLOOR)
+    for _ in range(30):  # R grows slowly with K̄, so plain iteration contracts
+        r = r_ratio(profile, gpu, obs.tp, concurrency=obs.concurrency, draft_tokens=draft_tokens(kb, obs.k), context=ctx, k=obs.k,
+                    build=obs.build).r
+        new = max(obs.gain * r, KBAR_FLOOR)
+        if abs(math.log(new / kb)) < 1e-3:
+            return new
+        kb = new
+    return kb
+
+
+def implied_kbar_rows(observations: list[Observation], profile_of: ProfileFn | None = None) -> list[tuple[str, str, str, float]]:
+    """(model, corpus, family, implied K̄) for observations with a corpus."""
+    profile_of = profile_of or default_profile_of()
+    return [(o.model, o.corpus, o.family, implied_kbar(o, profile_of(o.model))) for o in observations if o.corpus]
+
+
 if __name__ == "__main__":  # pragma: no cover - maintenance entry point
     from advisor.paths import data_path
-    from advisor.predict.dataset import implied_kbar_rows, seed_observations
+    from advisor.predict.dataset import seed_observations
 
     rows = implied_kbar_rows(seed_observations())
     write(derive(rows, "seed sweep calibration/sweep_b200.csv: K̄ = gain × R(stepcost) per row, both host states"), data_path("calibration") / PRIORS_FILE)

@@ -1,1 +1,1 @@
-"""Probe runs of real vLLM on this host: server harness, load generator, metrics, campaigns."""
+"""Probe runs of real vLLM on this host: server harness, load generator, metrics, campaigns, and the probe store."""

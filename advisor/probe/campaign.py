@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from advisor.errors import ProbeError, UsageError
-from advisor.plan.decision import Decision
+from advisor.domain.decision import Decision
 from advisor.probe.configs import ProbeConfig, probe_decision, probe_flags
 from advisor.probe.load import LoadSpec
 from advisor.vllm_facts import DEFAULT_VERSION
@@ -34,7 +34,7 @@ from advisor.probe.record import ProbeRecord
 if TYPE_CHECKING:
     from advisor.probe.corpus import Corpus
     from advisor.settings import Settings
-    from advisor.store import ProbeStore
+    from advisor.probe.store import ProbeStore
 
 
 class CampaignSpec(BaseModel):

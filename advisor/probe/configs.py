@@ -16,7 +16,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from advisor.errors import UsageError
-from advisor.plan.decision import Decision, SuffixParams
+from advisor.domain.decision import Decision, SuffixParams
 from advisor.vllm_facts import DEFAULT_VERSION
 
 DEFAULT_K = {"suffix": 32, "ngram": 4}

@@ -20,9 +20,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import NamedTuple
 
+from advisor.domain.corpora import PROBE_CORPORA
 from advisor.errors import DependencyError, UsageError
 
-BUILTIN = ("humaneval", "sharegpt")
 _CHUNK = 1 << 20
 
 
@@ -143,7 +143,7 @@ def load_corpus(spec: str, *, limit: int | None = 5000, max_chars: int | None = 
     elif spec == "sharegpt":
         name, prompts = spec, _sharegpt(limit, max_chars)
     else:
-        raise UsageError(f"corpus {spec!r} is neither a file nor one of: {', '.join(BUILTIN)}")
+        raise UsageError(f"corpus {spec!r} is neither a file nor one of: {', '.join(PROBE_CORPORA)}")
     prompts = prompts[:limit] if limit is not None else prompts
     if not prompts:
         limit_note = f" of at most {max_chars} characters" if max_chars else ""

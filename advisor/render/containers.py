@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 
-from advisor.plan.decision import Decision
+from advisor.domain.decision import Decision
 from advisor.render import quoting
 from advisor.render.files import _environment, base_context, serve_args, summary_line
 from advisor.render.flags import _check_version

@@ -10,7 +10,7 @@ import shutil
 
 from advisor import __version__
 from advisor.errors import UsageError
-from advisor.plan.decision import Decision
+from advisor.domain.decision import Decision
 from advisor.render import quoting
 from advisor.render.flags import _check_version, serve_argv
 from advisor.render.target import Target, make_target

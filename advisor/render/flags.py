@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 
-from advisor.plan.decision import Decision
+from advisor.domain.decision import Decision
 from advisor.vllm_facts import DEFAULT_VERSION, facts, versions
 
 # Env vars each targeted vLLM line reads (vllm/envs.py), plus torch's allocator setting and the
@@ -24,10 +24,6 @@ UPSTREAM_ENV = frozenset(
         "CUDA_VISIBLE_DEVICES",
     }
 )
-
-# The write-up build's DSA env block (seed README, table 'The six configurations', column dsa_on).
-# Upstream vLLM does not read these; they are rendered only when a rule turns dsa_env on.
-DSA_ENV = {"VLLM_LHC_DSA": "1", "VLLM_LEVER_N9": "1", "VLLM_LHC_DSA_MIN": "65536"}
 
 SUPPORTED_VERSIONS = tuple(versions())
 """vLLM lines with a facts table (advisor.vllm_facts); the flags below are accepted by each one's parser."""

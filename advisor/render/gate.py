@@ -10,14 +10,14 @@ from advisor.render.files import summary_line
 
 def boots(rec) -> bool | None:
     """The memory plan's verdict (None when there is no plan)."""
-    return None if not rec.memory else bool(rec.memory.get("boots"))
+    return None if not rec.memory else rec.memory.boots
 
 
 def nearest_booting(rec, try_gpus: Callable[[int], object]) -> str | None:
     """The nearest configuration that boots, as the flags to pass: the memory plan's smallest GPU
     count that holds the weights, re-planned through the same core (``try_gpus(n)`` returns the
     recommendation for n GPUs)."""
-    need = (rec.memory or {}).get("min_gpus_for_weights")
+    need = rec.memory.min_gpus_for_weights if rec.memory else None
     if not need or need <= rec.host.gpus:
         return None
     for gpus in sorted({need, 1 << (need - 1).bit_length()}):
@@ -32,7 +32,7 @@ def check_boots(rec, try_gpus: Callable[[int], object], *, force: bool) -> list[
     warnings to print when forced."""
     if boots(rec) is not False:
         return []
-    reason = rec.memory.get("reason", "the memory plan says it does not boot")
+    reason = rec.memory.reason
     where = f"{rec.host.gpus}x{rec.host.gpu}"
     nearest = nearest_booting(rec, try_gpus)
     hint = f"nearest configuration that boots: {nearest}" if nearest else "no configuration within 64 GPUs boots with these settings"

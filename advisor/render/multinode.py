@@ -12,7 +12,7 @@ import os
 from pydantic import BaseModel, ConfigDict
 
 from advisor.errors import UsageError
-from advisor.plan.decision import Decision
+from advisor.domain.decision import Decision
 from advisor.render.target import Target
 
 DOCS = "https://docs.vllm.ai/en/stable/serving/parallelism_scaling.html"

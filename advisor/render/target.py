@@ -14,9 +14,8 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from advisor.errors import UsageError
-from advisor.plan.decision import Decision
+from advisor.domain.decision import DSA_ENV, Decision
 from advisor.render import quoting
-from advisor.render.flags import DSA_ENV
 
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 SECRET_NAME = re.compile(r"(TOKEN|SECRET|PASSWORD|PASSWD|API_KEY|_KEY$|CREDENTIAL)", re.IGNORECASE)

@@ -1,7 +1,7 @@
 """The numbers behind the report's figures, taken from the product's own code paths (no plotting).
 
 - K–R plane: every seed row and probe observation as (R, K̄) through the predictor's dataset
-  (:func:`advisor.predict.dataset.implied_kbar`: K̄ = gain × R(K̄), or the measured K̄ of a probe)
+  (:func:`advisor.predict.kbar_prior.implied_kbar`: K̄ = gain × R(K̄), or the measured K̄ of a probe)
   and the step-cost model's R at that K̄ (the same call ``_solve_kbar`` makes).
 - Predicted vs measured: the leave-one-model-out rows of :func:`advisor.predict.evaluate.evaluate`
   (kept with the seed's K–R points as JSON under the data dir's ``cache/``, keyed by content like the
@@ -45,8 +45,7 @@ class KRPoint(BaseModel):
 def kr_point(obs: Observation, profile: ModelProfile) -> KRPoint:
     """(R, K̄) of an observation as the predictor's dataset sees it."""
     from advisor.hardware.gpus import get_gpu
-    from advisor.predict.dataset import implied_kbar
-    from advisor.predict.kbar_prior import draft_tokens, shape_for
+    from advisor.predict.kbar_prior import draft_tokens, implied_kbar, shape_for
     from advisor.predict.stepcost import r_ratio
 
     kb = implied_kbar(obs, profile)
@@ -66,7 +65,7 @@ def seed_kr(profile_of: ProfileFn) -> list[KRPoint]:
 
 def host_probes(settings, fingerprint: str | None) -> tuple[list, str]:
     """(ok probe records measured on this host, a note on what was left out)."""
-    from advisor.store import open_store, store_path
+    from advisor.probe.store import open_store, store_path
 
     path = store_path(settings)
     if not path.is_file():
@@ -192,8 +191,8 @@ def memory_bars(rec, profile: ModelProfile) -> list[MemoryBar]:
     if rec.memory is None:
         return []
     d = rec.decision
-    bars = [MemoryBar(label=f"chosen: {_spec_label(d)}", chosen=True, boots=rec.memory["boots"], terms_gib=rec.memory["terms_gib"],
-                      kv_cache_tokens=rec.memory["kv_cache_tokens"], reason=rec.memory["reason"])]  # fmt: skip
+    bars = [MemoryBar(label=f"chosen: {_spec_label(d)}", chosen=True, boots=rec.memory.boots, terms_gib=rec.memory.terms_gib,
+                      kv_cache_tokens=rec.memory.kv_cache_tokens, reason=rec.memory.reason)]  # fmt: skip
     alts = []
     if d.speculative_method:
         alts.append(d.model_copy(update={"speculative_method": None, "num_speculative_tokens": None}))
@@ -201,8 +200,8 @@ def memory_bars(rec, profile: ModelProfile) -> list[MemoryBar]:
              for k in ALT_K if not (d.speculative_method and d.num_speculative_tokens == k)]  # fmt: skip
     gpu = get_gpu(rec.host.gpu)
     runs = [(alt, _spec_label(alt), rec.host.gpus) for alt in alts]
-    need = rec.memory.get("min_gpus_for_weights")
-    if not rec.memory["boots"] and need and need > rec.host.gpus:  # what it takes: the planner's smallest TP
+    need = rec.memory.min_gpus_for_weights
+    if not rec.memory.boots and need and need > rec.host.gpus:  # what it takes: the planner's smallest TP
         plain = d.model_copy(update={"speculative_method": None, "num_speculative_tokens": None, "tensor_parallel_size": need})
         runs.append((plain, f"no speculation, TP {need} ({need} GPUs)", need))
     for alt, label, gpus in runs:

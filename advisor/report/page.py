@@ -9,25 +9,26 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from advisor import __version__
+from advisor.domain.prediction import RecommendedPrediction
 from advisor.model.schema import ModelProfile
 from advisor.report import evidence as ev
 
 TEMPLATE = "report.html.j2"
 
 
-def _rec_point(prediction: dict | None) -> dict | None:
+def _rec_point(prediction: RecommendedPrediction | None) -> dict | None:
     """The recommendation on the K–R plane. Its gain is the mean in log of two predictions, one per
     build's suffix-step costs (R measured on vLLM 0.26 and R with the seed build's costs), so it is
     drawn at their geometric-mean R, at K̄ = gain × R (where the seed rows sit: their K̄ is implied the
     same way) with the 90 % interval; ``r_low``/``r_high`` span the two builds' R."""
     if not prediction:
         return None
-    r_rel = prediction["r"]
-    r_seed = prediction.get("r_seed_build") or r_rel
+    r_rel = prediction.r
+    r_seed = prediction.r_seed_build or r_rel
     r = math.sqrt(r_rel * r_seed)
     return {"r": r, "r_low": min(r_rel, r_seed), "r_high": max(r_rel, r_seed), "r_release": r_rel, "r_seed": r_seed,
-            "k_bar": prediction["k_bar"], "k_eff": prediction["gain"] * r, "k_low": prediction["gain_low"] * r,
-            "k_high": prediction["gain_high"] * r, "host_state": prediction.get("host_state")}  # fmt: skip
+            "k_bar": prediction.k_bar, "k_eff": prediction.gain * r, "k_low": prediction.gain_low * r,
+            "k_high": prediction.gain_high * r, "host_state": prediction.host_state}  # fmt: skip
 
 
 def _host_rows(fp) -> list[tuple[str, str]]:

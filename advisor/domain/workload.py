@@ -4,17 +4,13 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-SEED_CORPORA = ("sharegpt", "wildchat", "lmsys", "humaneval", "mbpp", "swebench", "mix")
-"""Corpora of the seed sweep (calibration/sweep_b200.csv)."""
-
-
 class Workload(BaseModel):
     """What the server will see."""
 
     model_config = ConfigDict(extra="forbid")
 
     corpus: str | None = None
-    """A seed corpus name (see SEED_CORPORA), a trace file path, or None (unknown traffic)."""
+    """A seed corpus name (advisor.domain.corpora.SEED_CORPORA), a trace file path, or None (unknown traffic)."""
     corpus_is_file: bool = False
     """True when ``corpus`` names a trace file the user gave."""
     concurrency: int = Field(default=32, ge=1)

@@ -6,7 +6,7 @@ crash loses at most the configuration in progress. WAL journal: readers (``advis
 never block a running campaign. ``schema_version`` holds the layout version; a store written by a
 newer advisor is refused rather than misread.
 
-    from advisor.store import open_store
+    from advisor.probe.store import open_store
     with open_store(settings) as store:
         records = store.list_records(model="meta-llama/Llama-3.1-8B-Instruct", outcome="ok")
 """

@@ -11,6 +11,10 @@ from advisor.vllm_facts import facts as _vllm
 CudagraphMode = Literal["NONE", "PIECEWISE", "FULL", "FULL_DECODE_ONLY", "FULL_AND_PIECEWISE"]
 """Values of vLLM's ``CompilationConfig.cudagraph_mode`` (vllm/config/compilation.py, CUDAGraphMode)."""
 
+DSA_ENV = {"VLLM_LHC_DSA": "1", "VLLM_LEVER_N9": "1", "VLLM_LHC_DSA_MIN": "65536"}
+"""The write-up build's DSA env block (seed README, table 'The six configurations', column dsa_on).
+Upstream vLLM does not read these; they are rendered only when a rule turns ``dsa_env`` on."""
+
 
 class SuffixParams(BaseModel):
     """Suffix-decoding knobs of vLLM's SpeculativeConfig; defaults are vLLM's

@@ -1,26 +1,9 @@
-"""The host a recommendation is for: given on the command line, detected, or the settings' default."""
+"""Resolve the host a recommendation is for: given on the command line, detected (nvidia-smi, sysfs), or the
+settings' default."""
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
-
-
-class HostContext(BaseModel):
-    """GPU model and count plus the host facts rules read."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    gpu: str
-    """Short GPU name in the spec table (B200, H200, H100, …)."""
-    gpus: int = Field(ge=1)
-    """GPUs available to one server."""
-    origin: str
-    """``command line``, ``detected`` or ``default (no GPU detected)``."""
-    dsa_enabled: bool | None = None
-    """Whether any Intel DSA work queue is enabled (None: no DSA or not read)."""
-    dsa_persisted: bool | None = None
-    """Whether the enabled queue set is saved in accel-config (None: no DSA)."""
-    notes: list[str] = Field(default_factory=list)
+from advisor.domain.host import HostContext
 
 
 def resolve_host(settings, gpu: str | None, gpus: int | None) -> HostContext:

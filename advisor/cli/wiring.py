@@ -1,0 +1,84 @@
+"""The composition edge: the traffic (trace files measured with ``advisor kbar``'s estimator), the probe
+store and this host's fingerprint are read here and handed to the pure planner
+(:func:`advisor.plan.recommend.recommend`, advisor.plan.layout_wiring) as values and typed seams."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from advisor.domain.corpora import SEED_CORPORA
+from advisor.domain.host import HostContext
+from advisor.domain.prediction import RecommendedPrediction
+from advisor.domain.workload import Workload
+from advisor.errors import UsageError
+from advisor.model.schema import ModelProfile
+
+
+def workload_for(corpus: str | None, concurrency: int, tokenizer: str, k: int, *, on_progress=None,
+                 allow_fallback: bool = True) -> Workload:  # fmt: skip
+    """A seed corpus name, a trace file (K̄ measured with ``advisor kbar``'s estimator), or unknown.
+
+    ``allow_fallback``: when ``tokenizer`` (the model's, by default) cannot be loaded, measure with
+    the labelled built-in fallback and say so in ``notes``; False (the user named ``--tokenizer``)
+    fails like ``advisor kbar`` does."""
+    if corpus is None:
+        return Workload(concurrency=concurrency)
+    if corpus in SEED_CORPORA:
+        return Workload(corpus=corpus, concurrency=concurrency)
+    path = Path(corpus).expanduser()
+    if not path.is_file():
+        raise UsageError(f"--corpus {corpus!r} is neither a seed corpus ({', '.join(SEED_CORPORA)}) nor a file")
+    from advisor.kbar.estimate import estimate_kbar
+
+    # No early stop: a still-warming shared cache biases an early K̄ low (docs/kbar.md).
+    result = estimate_kbar(path, tokenizer, k=k, allow_fallback=allow_fallback, on_progress=on_progress)
+    notes = []
+    if result.tokenizer_fallback:
+        notes.append(f"K̄ of {path.name} was measured with a substituted tokenizer: {result.tokenizer} "
+                     f"({tokenizer!r} could not be loaded); pass --tokenizer for the model's own")  # fmt: skip
+    return Workload(
+        corpus=str(path), corpus_is_file=True, concurrency=concurrency, notes=notes,
+        k_bar=result.tokens_per_step, k_bar_k=k,
+        k_bar_source=f"measured on {path.name} ({result.requests} requests, advisor kbar, tokenizer {result.tokenizer})",
+    )  # fmt: skip
+
+
+def probe_records(settings) -> tuple[list | None, list[str]]:
+    """(ok records or None, rows of the store left out) from this user's probe store, when it exists."""
+    from advisor.probe.store import open_store, store_path
+
+    if not store_path(settings).is_file():
+        return None, []
+    with open_store(settings, busy_timeout_s=2.0) as store:  # a read: never wait on a writer for long
+        return [r for r in store.list_records() if r.outcome == "ok"] or None, store.skipped
+
+
+class StorePredictor:
+    """The :class:`~advisor.plan.seams.Predictor` for :func:`~advisor.plan.recommend.recommend`:
+    fitted on the seed sweep plus this user's probe records (the SQLite store, when it exists), with
+    the fitted coefficients kept as JSON in the data dir."""
+
+    def __init__(self, settings) -> None:
+        self.settings = settings
+        self.records, self.skipped = probe_records(settings)
+        """``skipped``: rows of the store left out (named): the CLI shows them as warnings."""
+        self.cache_dir: Path = settings.data_dir / "cache"
+        self._seen: list[str | None] = []
+
+    def fingerprint(self) -> str | None:
+        """This machine's host fingerprint (what a probe here records), computed at most once."""
+        if not self._seen:
+            from advisor.hardware.host import collect_host
+
+            try:
+                self._seen.append(collect_host(self.settings).fingerprint)
+            except Exception:  # noqa: BLE001 - unknown fingerprint: no measurement counts as exact
+                self._seen.append(None)
+        return self._seen[0]
+
+    def __call__(self, profile: ModelProfile, host: HostContext, workload: Workload, k: int, tp: int,
+                 ) -> RecommendedPrediction | None:  # fmt: skip
+        from advisor.plan.predictor import predictor
+
+        return predictor(profile, host, workload, k, tp, cache_dir=self.cache_dir, records=self.records,
+                         fingerprint=self.fingerprint)  # fmt: skip

@@ -1,0 +1,130 @@
+"""What the K > R predictor says about one deployment (advisor.predict.api.predict returns it)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_serializer
+
+HostState = Literal["OFF", "ON"]
+"""Host DSA work-queue state a prediction is for."""
+
+
+class Band(BaseModel):
+    """A figure with its interval."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    value: float
+    low: float
+    high: float
+
+
+class Prediction(BaseModel):
+    """What suffix decoding (K) is predicted to do against plain decoding for one deployment."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    gain: float
+    """Predicted suffix throughput / vanilla throughput (median)."""
+    gain_low: float
+    """Lower end of the 90 % interval."""
+    gain_high: float
+    """Upper end of the 90 % interval."""
+    p_win: float = Field(ge=0, le=1)
+    """Probability that suffix beats vanilla."""
+    k_bar: float
+    """Tokens emitted per verification step used (measured or prior)."""
+    k_bar_source: str
+    """``measured (…)`` or which prior row."""
+    r: float
+    """Step-cost ratio: verification step / plain decode step, from the physics model."""
+    host_state: HostState | None
+    """Host state predicted for; None = unknown (both states averaged, interval widened)."""
+    draft_tokens: float
+    """Mean drafted tokens per sequence per step assumed for R."""
+    context_tokens: float
+    """Mean KV context per sequence assumed for R."""
+    spec_graph_mode: str
+    """CUDA-graph mode vLLM runs the verification step in (piecewise / none)."""
+    mla_prefill_ms: float
+    """Milliseconds of the verification step spent on MLA's prefill-path fallback (0 if none)."""
+    calibration_shift: float
+    """Multiplicative correction the calibrated model applies to K̄ / R (exp δ)."""
+    model_seen: bool
+    """The model was measured in the calibration data (its own effect is used)."""
+    r_seed_build: float | None = None
+    """R with the seed build's ASSUMED suffix-step costs (the release R uses the MEASURED ones)."""
+    build_spread: float = 0.0
+    """Half the log-gain gap between the two builds' suffix-step costs, added to the interval: the
+    measured costs (vLLM 0.26 on the H200 machine's CPU; async scheduling off with suffix) and the
+    seed build's disagree, and which one a host sees depends on its vLLM and CPU."""
+    explanation: list[str]
+    """Which mechanisms drive R, where K̄ came from, and what is left to calibration."""
+
+
+class Measured(BaseModel):
+    """What probes on this host measured for exactly the recommended deployment (pooled campaigns)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    gain: float
+    """Suffix throughput / vanilla throughput (geometric mean over the campaigns)."""
+    k_bar: float | None = None
+    """Mean tokens per step the probes saw (None: not recorded)."""
+    runs: int
+    campaigns: list[str]
+
+
+class MeasuredNear(BaseModel):
+    """A probe campaign of this model, traffic and K that differs in something else (not used to decide)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    campaign: str
+    gain: float
+    k_bar: float | None = None
+    fitted: bool
+    """Whether the calibrated fit uses it (a run on a GPU with real weights)."""
+    differs: list[str]
+    """What differs from the recommended deployment, in words."""
+
+
+LAYOUT_FIGURES = ("throughput_tok_s", "tpot_ms", "ttft_ms", "step_ms", "prefill_ms", "speculative_gain",
+                  "running_per_replica", "waiting_per_replica", "layout", "method", "objective", "prompt_len",
+                  "output_len", "figure_notes")  # fmt: skip
+"""The layout search's figures of the chosen candidate (advisor.plan.layout_wiring.absolute_prediction);
+present in ``--json`` only once the search has run."""
+
+
+class RecommendedPrediction(Prediction):
+    """``Recommendation.prediction``: the prediction at the decision's TP and K, what probes on this
+    host measured, and, after the layout search, the chosen candidate's absolute figures."""
+
+    measured: Measured | None = None
+    """Probes on this host for this exact deployment (model, traffic, K, GPU, TP, concurrency, no overrides)."""
+    measured_near: list[MeasuredNear] = Field(default_factory=list)
+    """Probes of this model, traffic and K that differ in something else."""
+    throughput_tok_s: Band | None = None
+    """Output tokens per second over every replica."""
+    tpot_ms: Band | None = None
+    ttft_ms: Band | None = None
+    step_ms: Band | None = None
+    prefill_ms: Band | None = None
+    speculative_gain: Band | None = None
+    running_per_replica: int | None = None
+    waiting_per_replica: float | None = None
+    layout: str | None = None
+    method: str | None = None
+    objective: str | None = None
+    prompt_len: int | None = None
+    output_len: int | None = None
+    figure_notes: list[str] | None = None
+
+    @model_serializer(mode="wrap")
+    def _figures_once_searched(self, handler):
+        data = handler(self)
+        for name in LAYOUT_FIGURES:
+            if name not in self.model_fields_set:
+                data.pop(name, None)
+        return data

@@ -1,0 +1,28 @@
+"""The probe campaign that would settle an unsure recommendation (advisor.plan.probe_plan builds it)."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict
+
+
+class ProbePlan(BaseModel):
+    """One probe campaign that would settle an unsure recommendation."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    reason: str
+    model: str
+    corpus: str
+    """A prompt file or a built-in probe corpus."""
+    corpus_note: str | None = None
+    """Set when the probe cannot run on the user's own traffic."""
+    configs: str
+    """``--configs`` value: vanilla and suffix at the recommended K."""
+    tensor_parallel_size: int
+    gpu_memory_utilization: float
+    max_model_len: int
+    concurrency: int
+    argv: list[str]
+    """``advisor probe …`` as an argument vector."""
+    command: str
+    """The same, shell-quoted for copy and paste."""

@@ -1,0 +1,45 @@
+"""What ``advisor recommend`` returns (advisor.plan.recommend.recommend assembles it)."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from advisor.domain.decision import Decision
+from advisor.domain.host import HostContext
+from advisor.domain.memory import MemoryVerdict
+from advisor.domain.prediction import RecommendedPrediction
+from advisor.domain.probe_plan import ProbePlan
+from advisor.domain.workload import Workload
+
+
+class Recommendation(BaseModel):
+    """What ``advisor recommend --json`` prints. Top-level names are a stable contract."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    model: dict
+    """The ``advisor inspect --json`` object."""
+    host: HostContext
+    workload: Workload
+    decision: Decision
+    rules_fired: list[dict]
+    """[{id, rationale, severity, source, set}] in the order applied."""
+    warnings: list[str]
+    prediction: RecommendedPrediction | None = None
+    """{gain, gain_low, gain_high, p_win, k_bar, r, …} from the K > R predictor at the decision's TP
+    and K, ``measured`` ({gain, k_bar, runs, campaigns} or None): what probes on this host found for
+    this exact deployment (model, traffic, K, GPU, TP, concurrency, no overrides), and
+    ``measured_near`` ([{campaign, gain, k_bar, fitted, differs}]): probes of this model, traffic and
+    K that differ in something else (not used to decide); after the layout search also the chosen
+    candidate's figures (advisor.domain.prediction.LAYOUT_FIGURES)."""
+    memory: MemoryVerdict | None = None
+    """Boot feasibility of the chosen decision (kv_cache_tokens, boots, …; advisor.plan.memory)."""
+    trace: list[str] = Field(default_factory=list)
+    """How the speculation choice was reached, step by step."""
+    host_dsa_queues: str | None = None
+    """Host DSA work-queue state the evidence was measured at: enabled / disabled / either."""
+    probe_plan: ProbePlan | None = None
+    """When the prediction is unsure: the ``advisor probe`` campaign that settles it (advisor.plan.probe_plan)."""
+    candidates: list[dict] = Field(default_factory=list)
+    """Layout search (issue 15, advisor.plan.layout_wiring): every searched layout x speculative method,
+    best first, with predicted figures and why each lost."""
