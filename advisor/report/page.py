@@ -62,8 +62,9 @@ def _errors(lomo: dict, seed_rows: list[dict], probes: list[dict], grid: dict) -
     if grid.get("available"):
         out["grid"] = {k: grid.get(k) for k in ("points", "plain_median_abs_log_step", "r_median_abs_log_before_refit",
                                                 "r_median_abs_log_in_sample", "r_median_abs_log_leave_one_concurrency_out",
-                                                "goal", "meets_goal", "leave_one_model_out_note", "models", "vllm_versions",
-                                                "sources")}  # fmt: skip
+                                                "r_median_abs_log_leave_one_model_out", "r_bias_leave_one_model_out_by_class",
+                                                "classes_biased_beyond_goal", "goal", "meets_goal", "leave_one_model_out_note",
+                                                "models", "vllm_versions", "sources")}  # fmt: skip
     return out
 
 
