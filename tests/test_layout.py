@@ -150,3 +150,18 @@ def test_unreachable_limit_recommends_the_best_that_boots_and_says_so(run_cli):
     rec = _rec(run_cli, "meta-llama/Llama-3.1-70B-Instruct", "--concurrency", "64", "--max-ttft-ms", "1")
     assert rec["prediction"]["ttft_ms"]["value"] > 1 and rec["memory"]["boots"]
     assert any("no configuration meets the limits" in w and "TTFT" in w for w in rec["warnings"])
+
+
+def test_probe_plan_follows_the_chosen_layout(run_cli):
+    """The probe that settles an unsure recommendation runs one replica of the layout the search
+    chose, at its per-replica concurrency, judged on the P(win) predicted there (not the rules' TP)."""
+    code, out, err = run_cli("recommend", "deepseek-ai/DeepSeek-R1-Distill-Qwen-7B", "--gpu", "H200", "--gpus", "8", "--json")
+    assert code == 0, err
+    rec = json.loads(out)
+    d, pred, plan = rec["decision"], rec["prediction"], rec["probe_plan"]
+    assert plan is not None and 0.30 <= pred["p_win"] <= 0.70
+    assert plan["tensor_parallel_size"] == d["tensor_parallel_size"]
+    assert plan["concurrency"] == pred["running_per_replica"]
+    argv = plan["argv"]
+    assert argv[argv.index("--tp") + 1] == str(d["tensor_parallel_size"]) and "--data-parallel-size" not in argv
+    assert sum(t.startswith("unsure:") for t in rec["trace"]) == 1

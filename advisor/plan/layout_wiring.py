@@ -90,10 +90,28 @@ def apply_search(rec: Recommendation, profile: ModelProfile, rules, query: Layou
     warnings = [w for w in rec.warnings if "--data-parallel-size" not in w or c.layout.dp == 1]
     if result.limits_missed:
         warnings.append(f"layout search: {result.limits_missed}")
+    probe = _probe_plan_for(profile, decision, workload, pred, policy, c, n, k_rules)
+    trace = [t for t in trace if not t.startswith("unsure:")]
+    if probe is not None:
+        trace.append(f"unsure: {probe.reason}; `advisor recommend --probe` (or the probe command below) settles it on this host")
     return rec.model_copy(update={
-        "decision": decision, "prediction": pred, "memory": plan.verdict(),
+        "decision": decision, "prediction": pred, "memory": plan.verdict(), "probe_plan": probe,
         "trace": trace, "warnings": warnings, "candidates": [candidate_json(x, c, query) for x in result.ranked],
     })  # fmt: skip
+
+
+def _probe_plan_for(profile: ModelProfile, decision: Decision, workload, pred, policy: str, c: Candidate, n: int,
+                    k_rules: int):  # fmt: skip
+    """The probe that settles the chosen layout: one replica at its TP and per-replica concurrency,
+    vanilla against suffix at the chosen K (the rules' K when plain won), judged on the P(win) the
+    search predicted there, not the one the rules' layout had."""
+    from advisor.plan.probe_plan import probe_plan
+    from advisor.plan.recommend import FLIP_OFF_BELOW, FLIP_ON_ABOVE
+
+    k = c.k if c.method == "suffix" and c.k else k_rules
+    replica = decision.model_copy(update={"data_parallel_size": 1, "enable_expert_parallel": False})
+    return probe_plan(profile.id, replica, workload.model_copy(update={"concurrency": n}), pred, policy=policy, k=k,
+                      low=FLIP_OFF_BELOW, high=FLIP_ON_ABOVE)  # fmt: skip
 
 
 def decision_of(base: Decision, c: Candidate) -> Decision:
