@@ -9,7 +9,9 @@ from pathlib import Path
 from advisor.hardware.gpus import get_gpu
 from advisor.model.schema import ModelProfile
 from advisor.domain.decision import Decision
+from advisor.domain.probe_plan import ProbePlan
 from advisor.domain.recommendation import Recommendation
+from advisor.domain.workload import Workload
 from advisor.plan.layout import Candidate, LayoutQuery, LayoutResult, search, why_lost
 from advisor.domain.prediction import Band, RecommendedPrediction
 
@@ -100,8 +102,8 @@ def apply_search(rec: Recommendation, profile: ModelProfile, rules, query: Layou
     })  # fmt: skip
 
 
-def _probe_plan_for(profile: ModelProfile, decision: Decision, workload, pred, policy: str, c: Candidate, n: int,
-                    k_rules: int):  # fmt: skip
+def _probe_plan_for(profile: ModelProfile, decision: Decision, workload: Workload, pred: RecommendedPrediction | None,
+                    policy: str, c: Candidate, n: int, k_rules: int) -> ProbePlan | None:  # fmt: skip
     """The probe that settles the chosen layout: one replica at its TP and per-replica concurrency,
     vanilla against suffix at the chosen K (the rules' K when plain won), judged on the P(win) the
     search predicted there, not the one the rules' layout had."""
@@ -109,8 +111,7 @@ def _probe_plan_for(profile: ModelProfile, decision: Decision, workload, pred, p
     from advisor.plan.recommend import FLIP_OFF_BELOW, FLIP_ON_ABOVE
 
     k = c.k if c.method == "suffix" and c.k else k_rules
-    replica = decision.model_copy(update={"data_parallel_size": 1, "enable_expert_parallel": False})
-    return probe_plan(profile.id, replica, workload.model_copy(update={"concurrency": n}), pred, policy=policy, k=k,
+    return probe_plan(profile.id, decision, workload.model_copy(update={"concurrency": n}), pred, policy=policy, k=k,
                       low=FLIP_OFF_BELOW, high=FLIP_ON_ABOVE)  # fmt: skip
 
 

@@ -21,7 +21,7 @@ from advisor.hardware.gpus import get_gpu
 from advisor.domain.decision import Decision
 from advisor.plan.memory import plan_memory
 from advisor.predict.dataset import ProfileFn
-from advisor.predict.gpu_steps import GRID_DIR, MODEL_IDS, grid_dirs
+from advisor.predict.gpu_steps import GRID_DIR, MODEL_IDS, folder_gpu, grid_dirs
 
 GOAL_KV_REL_ERR = 0.05
 """Issue goal: the planner's KV cache within 5 % of real vLLM's at K=0 and K=32."""
@@ -53,6 +53,7 @@ def measured_points(calibration_dir: Path, profile_for: ProfileFn) -> list[Memor
     """One MemoryPoint per logged boot of every grid folder (a boot whose log lacks the KV line is skipped)."""
     out = []
     for folder in grid_dirs(calibration_dir):
+        gpu = folder_gpu(folder)
         for line in (folder / "boots.jsonl").read_text().splitlines():
             if not line.strip():
                 continue
@@ -66,7 +67,6 @@ def measured_points(calibration_dir: Path, profile_for: ProfileFn) -> list[Memor
             k = int(boot["k"])
             d = Decision(speculative_method="suffix" if k else None, num_speculative_tokens=k or None,
                          gpu_memory_utilization=boot["gmu"], tensor_parallel_size=1, max_model_len=boot["max_model_len"])  # fmt: skip
-            gpu = "H200" if "H200" in boot.get("gpu_name", "") else boot.get("gpu_name", "unknown")
             version = boot.get("vllm_version", "unknown")
             plan = plan_memory(profile_for(MODEL_IDS.get(boot["model"], boot["model"])), get_gpu(gpu), d, num_gpus=1,
                                vllm_version=version)  # fmt: skip

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 from advisor.hardware.gpus import GpuSpec
 from advisor.model.schema import ModelProfile
+from advisor.predict.mechanisms import gpu_arch
 from advisor.vllm_facts import DEFAULT_VERSION
 from advisor.vllm_facts import facts as _facts
 
@@ -161,8 +162,8 @@ def batch_defaults(gpu: GpuSpec, version: str = DEFAULT_VERSION) -> tuple[int, i
 
 
 def is_sm100(gpu: GpuSpec) -> bool:
-    """Blackwell data-centre parts (compute capability 10.x): B200, B300, GB200, GB300."""
-    return gpu.name.upper().startswith(("B2", "B3", "GB2", "GB3"))
+    """Compute capability 10.x (B200), by the same family table the step-cost model uses."""
+    return gpu_arch(gpu.name) == "sm100"
 
 
 def dense_intermediate(profile: ModelProfile) -> int:

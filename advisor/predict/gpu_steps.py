@@ -109,11 +109,16 @@ def grid_dirs(calibration_dir: Path) -> list[Path]:
     return sorted(p for p in root.iterdir() if (p / "grid.jsonl").is_file()) if root.is_dir() else []
 
 
+def folder_gpu(folder: Path) -> str:
+    """The catalog GPU a measured folder was taken on, from its ``gpu.csv`` (nvidia-smi's names)."""
+    return "H200" if "H200" in (folder / "gpu.csv").read_text() else "unknown"
+
+
 def load_points(folder: Path) -> list[GridPoint]:
     """Grid points of one measured folder (``grid.jsonl`` + ``boots.jsonl`` + ``gpu.csv``)."""
     boots = [json.loads(line) for line in (folder / "boots.jsonl").read_text().splitlines() if line.strip()]
     version = boots[0].get("vllm_version", "unknown") if boots else "unknown"
-    gpu = "H200" if "H200" in (folder / "gpu.csv").read_text() else "unknown"
+    gpu = folder_gpu(folder)
     groups: dict[tuple, list[dict]] = defaultdict(list)
     for line in (folder / "grid.jsonl").read_text().splitlines():
         if line.strip():
