@@ -8,7 +8,7 @@ import typer
 
 from advisor.cli import options as o
 from advisor.cli._app import app
-from advisor.cli.common import model_arg, write_html
+from advisor.cli.common import model_arg, vllm_choice, write_html
 
 
 @app.command("report")
@@ -32,7 +32,8 @@ def report_cmd(
     from advisor.cli.recommend import recommend_maybe_probe
 
     check_target(out)
-    args = (model, gpu, gpus, tp, corpus, tokenizer, concurrency, max_model_len, k, gmu)
+    # the same vLLM line `recommend` would choose here (setting, installed vLLM, default): same plan
+    args = (model, gpu, gpus, tp, corpus, tokenizer, concurrency, max_model_len, k, gmu, None, vllm_choice(None).version)
     rec, _probed = recommend_maybe_probe(args, probe, probe_duration, probe_requests, server_cmd, quiet=False)
     path = write_html(rec, model, out)
     print(path)
