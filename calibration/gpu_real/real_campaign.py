@@ -1,0 +1,162 @@
+#!/usr/bin/env python3
+"""Several loads per vLLM boot, through the product's own probe code, one ProbeRecord per load.
+
+``advisor probe`` boots one server per configuration and runs one load. On a GPU lent for 30
+minutes that is too many boots for configs x corpora x concurrencies, so this driver boots each
+configuration once and runs every load in turn against it, with the same pieces ``advisor probe``
+uses: ``probe.server.running_server`` (boot, health, warm-up), ``probe.load.run_load``,
+``probe.metrics`` (counter windows), ``probe.campaign`` (argv, campaign id, record) and
+``probe.store`` (SQLite). Each load is recorded under the campaign id ``advisor probe`` derives for
+that corpus and concurrency, so ``advisor calibrate`` and ``recommend`` read them like any probe.
+
+Loads of one boot use DISJOINT prompt slices (suffix decoding caches every earlier response of
+the server; a prompt answered twice would be accepted almost whole the second time). Every
+configuration gets the same slices, so gains compare equal work. Each load is bounded by its
+slice (``--requests``-style, not time), so every configuration serves the same requests.
+
+    python3 calibration/gpu_real/real_campaign.py --model DIR --configs vanilla,suffix:32,ngram:4 \
+        --load humaneval.jsonl:1:0:8 --load humaneval.jsonl:8:8:40 ... \
+        --max-tokens 256 --data-dir D --out O --server-cmd "python3 -m vllm.entrypoints.openai.api_server"
+
+``--load FILE:CONCURRENCY:START:END`` (prompts START..END-1 of FILE). The model's own outputs of
+every load are written to ``O/responses-<config>-<corpus>-c<N>.jsonl`` (prompt + response), the
+records to ``O/records.jsonl``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from advisor.domain.decision import Decision  # noqa: E402
+from advisor.probe import metrics  # noqa: E402
+from advisor.probe.campaign import (  # noqa: E402
+    CampaignSpec, _measured_record, _now, _server_version, campaign_id, host_info, server_argv, summary_line,
+)
+from advisor.probe.configs import parse_configs, probe_decision  # noqa: E402
+from advisor.probe.corpus import Corpus, load_corpus  # noqa: E402
+from advisor.probe.load import LoadSpec, run_load  # noqa: E402
+from advisor.probe.record import ProbeRecord  # noqa: E402
+from advisor.probe.server import BootFailure, running_server  # noqa: E402
+from advisor.probe.store import open_store  # noqa: E402
+from advisor.settings import load_settings  # noqa: E402
+
+
+def parse_load(text: str) -> tuple[str, int, int, int]:
+    path, conc, start, end = text.rsplit(":", 3)
+    return path, int(conc), int(start), int(end)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", required=True)
+    ap.add_argument("--configs", default="vanilla,suffix:32,ngram:4")
+    ap.add_argument("--load", action="append", required=True, help="FILE:CONCURRENCY:START:END")
+    ap.add_argument("--max-tokens", type=int, default=256)
+    ap.add_argument("--ignore-eos", action="store_true")
+    ap.add_argument("--api", default="auto")
+    ap.add_argument("--server-cmd", default="vllm serve")
+    ap.add_argument("--extra-args", default="")
+    ap.add_argument("--dummy-weights", action="store_true")
+    ap.add_argument("--gmu", type=float, default=0.85)
+    ap.add_argument("--max-model-len", type=int, default=4096)
+    ap.add_argument("--boot-timeout", type=float, default=300)
+    ap.add_argument("--data-dir", required=True)
+    ap.add_argument("--out", required=True)
+    args = ap.parse_args()
+
+    settings = load_settings(data_dir=args.data_dir)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    extra = shlex.split(args.extra_args) + (["--load-format", "dummy"] if args.dummy_weights else [])
+    configs = parse_configs(args.configs)
+    configs.sort(key=lambda c: not c.is_vanilla)
+    base_decision = Decision(gpu_memory_utilization=args.gmu, max_model_len=args.max_model_len)
+    loads = [parse_load(x) for x in args.load]
+    room = args.max_model_len - args.max_tokens
+    corpora: dict[str, Corpus] = {}
+    for path, *_ in loads:
+        if path not in corpora:
+            corpora[path] = load_corpus(path, max_chars=2 * room)
+    host = host_info(settings)
+    vanilla_tput: dict[tuple[str, int], float] = {}
+    records_fh = (out / "records.jsonl").open("a")
+    with open_store(settings) as store:
+        for cfg in configs:
+            # The campaign spec of the first load gives the argv; all loads share one boot.
+            spec0 = CampaignSpec(
+                model=args.model, corpus=loads[0][0], configs=[cfg], load=LoadSpec(max_tokens=args.max_tokens),
+                base=base_decision, server_cmd=args.server_cmd, extra_args=extra, api=args.api,
+                boot_timeout_s=args.boot_timeout,
+            )  # fmt: skip
+            argv = server_argv(spec0, cfg)
+            decision = probe_decision(cfg, base_decision)
+            safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in cfg.label)
+            log_path = out / f"server-{safe}.log"
+            print(f"[{time.strftime('%H:%M:%S')}] {cfg.label}: booting {' '.join(argv)}", flush=True)
+            try:
+                with running_server(
+                    argv, log_path=log_path, env=dict(decision.env), boot_timeout_s=args.boot_timeout, api=args.api,
+                    model=args.model,
+                ) as srv:  # fmt: skip
+                    version = _server_version(srv.base_url)
+                    print(f"  booted in {srv.boot_s:.0f}s (vLLM {version}, api {srv.api})", flush=True)
+                    for path, conc, start, end in loads:
+                        corpus = corpora[path]
+                        prompts = corpus.prompts[start:end]
+                        lspec = LoadSpec(
+                            concurrency=conc, duration_s=None, max_requests=len(prompts), max_tokens=args.max_tokens,
+                            temperature=0.0, ignore_eos=args.ignore_eos, keep_responses=True, max_wall_s=600,
+                        )  # fmt: skip
+                        spec = spec0.model_copy(update={"corpus": path, "load": lspec})
+                        cid = campaign_id(spec, host["fingerprint"])
+                        rec_base = dict(
+                            campaign_id=cid, model=args.model, config=cfg.label, corpus=path, concurrency=conc,
+                            gpu=host["gpu"], gpus=host["gpus"], tensor_parallel_size=decision.tensor_parallel_size,
+                            host_fingerprint=host["fingerprint"], host=host["host"], started_at=_now(), command=srv.argv,
+                            speculative_method=None if cfg.is_vanilla else cfg.method, num_speculative_tokens=cfg.k,
+                            gpu_memory_utilization=decision.gpu_memory_utilization, max_model_len=decision.max_model_len,
+                            max_tokens=args.max_tokens, log_path=str(log_path), weights=spec.weights,
+                            boot_s=round(srv.boot_s, 2), vllm_version=version,
+                        )  # fmt: skip
+                        before = metrics.scrape(srv.base_url)
+                        load = run_load(srv.base_url, srv.served_model, srv.api, prompts, lspec, alive=lambda: srv.process.poll() is None)
+                        after = metrics.scrape(srv.base_url)
+                        win = metrics.window(before, after)
+                        ok = load.requests_ok > 0 and win.generation_tokens > 0
+                        failure = None if ok else "no_output: " + (load.errors[0] if load.errors else "no request finished")
+                        tps = win.tokens_per_step if cfg.is_vanilla or win.accepted_tokens is not None else None
+                        vt = vanilla_tput.get((path, conc))
+                        rec = _measured_record(rec_base, ok, failure, load, win, tps, cfg, vt)
+                        if cfg.is_vanilla and rec.outcome == "ok":
+                            vanilla_tput[(path, conc)] = rec.throughput_tok_s
+                        store.insert(rec)
+                        records_fh.write(rec.model_dump_json(exclude={"host"}) + "\n")
+                        records_fh.flush()
+                        name = Path(path).stem
+                        with (out / f"responses-{safe}-{name}-c{conc}.jsonl").open("w") as fh:
+                            for r in sorted(load.responses, key=lambda r: r.index):
+                                p = prompts[r.index]
+                                fh.write(json.dumps({"index": start + r.index, "prompt": p.text, "messages": p.messages,
+                                                     "response": r.text, "completion_tokens": r.completion_tokens}) + "\n")  # fmt: skip
+                        print(f"  {name} c{conc} [{start}:{end}]: {summary_line(rec, vt)}", flush=True)
+            except BootFailure as exc:
+                rec = ProbeRecord(
+                    campaign_id="boot", model=args.model, config=cfg.label, corpus=loads[0][0], concurrency=loads[0][1],
+                    gpu=host["gpu"], gpus=host["gpus"], host_fingerprint=host["fingerprint"], started_at=_now(),
+                    command=argv, outcome=exc.outcome, failure=str(exc.failure), weights=spec0.weights,
+                )  # fmt: skip
+                records_fh.write(rec.model_dump_json(exclude={"host"}) + "\n")
+                print(f"  {cfg.label}: {exc.outcome}: {exc.failure}", flush=True)
+    records_fh.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
