@@ -178,7 +178,8 @@ class MemoryBar(BaseModel):
 
 
 def _spec_label(decision) -> str:
-    return f"suffix K={decision.num_speculative_tokens}" if decision.speculative_method else "no speculation"
+    m = decision.speculative_method
+    return f"{m} K={decision.num_speculative_tokens}" if m else "no speculation"
 
 
 def memory_bars(rec, profile: ModelProfile) -> list[MemoryBar]:
@@ -197,7 +198,7 @@ def memory_bars(rec, profile: ModelProfile) -> list[MemoryBar]:
     if d.speculative_method:
         alts.append(d.model_copy(update={"speculative_method": None, "num_speculative_tokens": None}))
     alts += [d.model_copy(update={"speculative_method": "suffix", "num_speculative_tokens": k})
-             for k in ALT_K if not (d.speculative_method and d.num_speculative_tokens == k)]  # fmt: skip
+             for k in ALT_K if not (d.speculative_method == "suffix" and d.num_speculative_tokens == k)]  # fmt: skip
     gpu = get_gpu(rec.host.gpu)
     runs = [(alt, _spec_label(alt), rec.host.gpus) for alt in alts]
     need = rec.memory.min_gpus_for_weights
@@ -255,6 +256,54 @@ def layout_candidates(rec_json: dict) -> list[dict] | None:
             "throughput_tok_s": _find(cand, ("throughput_tok_s", "throughput")),
             "tpot_ms": _find(cand, ("tpot_ms", "tpot")),
             "boots": cand.get("boots", (cand.get("memory") or {}).get("boots") if isinstance(cand.get("memory"), dict) else None),
-            "why": cand.get("why") or cand.get("reason") or cand.get("lost_because") or "",
+            "method": _method(cand),
+            "why": _why(cand, chosen),
         })  # fmt: skip
     return out
+
+
+def _method(cand: dict) -> str:
+    """The candidate's speculative method, "plain" for none."""
+    pred = cand.get("prediction") if isinstance(cand.get("prediction"), dict) else {}
+    m = cand.get("speculative_method") or pred.get("method")
+    return m if isinstance(m, str) and m not in ("none", "plain", "") else "plain"
+
+
+def _interval(value) -> dict | None:
+    """``{value, low, high}`` of a figure given plain or as an interval (None when absent)."""
+    v = _number(value)
+    if v is None:
+        return None
+    lo, hi = (value.get("low"), value.get("high")) if isinstance(value, dict) else (None, None)
+    return {"value": v, "low": _number(lo), "high": _number(hi)}
+
+
+def launched_figures(rec_json: dict) -> dict | None:
+    """What the page's first cards show: the predicted figures of the configuration launched (the
+    layout search's chosen candidate, else the recommendation's own prediction), by name as
+    :func:`layout_candidates` reads them; None when neither carries any."""
+    cands = layout_candidates(rec_json) or []
+    raw = [c for c in rec_json.get("candidates") or [] if isinstance(c, dict)]
+    src = next((r for r, c in zip(raw, cands) if c["chosen"]), None) or {}
+    where = [src, src.get("prediction") if isinstance(src.get("prediction"), dict) else {}]
+    if not src:
+        where = [rec_json.get("prediction") or {}]
+    out = {}
+    for key in ("throughput_tok_s", "tpot_ms", "ttft_ms", "speculative_gain"):
+        out[key] = next((_interval(w[key]) for w in where if key in w and _interval(w[key])), None)
+    if not any(out.values()):
+        return None
+    return {**out, "label": src.get("label")}
+
+
+def _why(cand: dict, chosen: bool) -> str:
+    """The layout search's own words (``why_not``: ineligible, ``why_lost``: against the winner), or
+    what made the chosen one win (its objective, and the limits it meets when there are any)."""
+    for key in ("why", "why_not", "why_lost", "reason", "lost_because"):
+        if isinstance(cand.get(key), str) and cand[key]:
+            return cand[key]
+    if chosen:
+        objective = (cand.get("prediction") or {}).get("objective") if isinstance(cand.get("prediction"), dict) else None
+        best = {"throughput": "the highest host throughput", "latency": "the lowest request latency"}.get(objective or "")
+        return f"chosen: {best} of the eligible candidates" if best else "chosen"
+    return ""

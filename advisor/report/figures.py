@@ -82,7 +82,7 @@ def kr_plane(seed: list[KRPoint], probes: list[KRPoint], rec: dict | None) -> st
                     label="its R, seed to measured costs")  # fmt: skip
             ax.errorbar([r], [rec["k_eff"]], yerr=[[rec["k_eff"] - rec["k_low"]], [rec["k_high"] - rec["k_eff"]]], fmt="*",
                         ms=16, color=REC_COLOUR, mec="black", mew=0.6, ecolor=REC_COLOUR, elinewidth=2, capsize=5,
-                        label="this recommendation, 90 %", zorder=5)  # fmt: skip
+                        label=rec.get("label", "this recommendation, 90 %"), zorder=5)  # fmt: skip
             ax.scatter([r], [rec["k_bar"]], s=60, marker="D", facecolors="none", edgecolors=REC_COLOUR, lw=1.4,
                        label="its K̄ before calibration", zorder=5)  # fmt: skip
         n = sum(p.host_state == state for p in seed)
@@ -163,11 +163,11 @@ def memory(bars: list[MemoryBar], gpu_label: str) -> str:
                 bottom += v
         top = max(top, bottom, bar.terms_gib.get("budget", 0.0))
         verdict = "boots" if bar.boots else "DOES NOT BOOT"
-        sub = f"{bar.kv_cache_tokens:,} KV tokens" if bar.boots else f"short {bar.terms_gib.get('deficit', 0):g} GiB"
+        sub = f"{bar.kv_cache_tokens:,}\nKV tokens" if bar.boots else f"short\n{bar.terms_gib.get('deficit', 0):g} GiB"
         ax.text(i, bottom, f"{verdict}\n{sub}", ha="center", va="bottom", fontsize=7.5,
                 color="#1b5e20" if bar.boots else "#b71c1c", fontweight="bold")  # fmt: skip
     budget = bars[0].terms_gib.get("budget", 0.0) if bars else 0.0
-    ax.axhline(budget, color="black", lw=1.4, ls="--", label=f"budget (gmu x memory) {budget:g} GiB")
+    ax.axhline(budget, color="black", lw=1.4, ls="--", label=f"budget {budget:g} GiB\n(gmu x memory)")
     ax.set_xticks(list(xs), [b.label for b in bars], fontsize=8)
     for tick, bar in zip(ax.get_xticklabels(), bars):
         if bar.chosen:
@@ -179,17 +179,103 @@ def memory(bars: list[MemoryBar], gpu_label: str) -> str:
     return to_svg(fig, "mem")
 
 
-def candidates(cands: list[dict]) -> str | None:
-    """Throughput against TPOT of the layout candidates, the chosen one marked; None without figures."""
+METHOD_COLOURS = {"plain": "#4c72b0", "suffix": "#55a868", "ngram": "#dd8452", "mtp": "#8172b3"}
+"""Layout candidates by speculative method (the chosen one is REC_COLOUR's star)."""
+LABEL_PT = 7.5
+"""Font size of the candidate labels (points)."""
+
+
+def _text_box(text: str, size: float = LABEL_PT) -> tuple[float, float]:
+    """A generous (width, height) in points of one line of ``text`` in matplotlib's DejaVu Sans
+    (average advance below 0.62 em; ascent+descent about 1.2 em): placement then errs on the side of
+    space, and tests/test_report.py checks the drawn extents."""
+    return 0.62 * size * len(text) + 2, 1.25 * size + 2
+
+
+def place_labels(points: list[tuple[float, float]], labels: list[str | None], area: tuple[float, float, float, float],
+                 *, must: frozenset[int] = frozenset(), gap: float = 5.0) -> list[tuple[float, float] | None]:
+    """Offsets (points, from each point to its label's lower-left corner) so that no two labels
+    overlap, none covers another point, and all lie inside ``area`` (x0, y0, x1, y1 in points);
+    None where no such place is found near the point (the table lists every candidate). Points
+    in ``must`` (the chosen one) are placed first and always labelled, inside the area if it can."""
+    order = sorted(range(len(points)), key=lambda i: (i not in must, i))
+    placed: list[tuple[float, float, float, float]] = []
+    out: list[tuple[float, float] | None] = [None] * len(points)
+    dot = 4.5  # marker radius in points
+
+    def fits(box, *, strict: bool) -> bool:
+        x0, y0, x1, y1 = box
+        if x0 < area[0] or y0 < area[1] or x1 > area[2] or y1 > area[3]:
+            return False
+        if any(x0 < b[2] and b[0] < x1 and y0 < b[3] and b[1] < y1 for b in placed):
+            return False
+        return not strict or not any(x0 - dot < px < x1 + dot and y0 - dot < py < y1 + dot for px, py in points)
+
+    for i in order:
+        if not labels[i]:
+            continue
+        (px, py), (w, h) = points[i], _text_box(labels[i])
+        tries = [(dx, dy) for r in (gap, 2.4 * gap, 4 * gap)
+                 for dx, dy in ((r, r * 0.6), (r, -h - r * 0.6), (-w - r, r * 0.6), (-w - r, -h - r * 0.6),
+                                (-w / 2, r + 2), (-w / 2, -h - r - 2))]  # fmt: skip
+        spot = next((o for strict in (True, False) for o in tries
+                     if fits((px + o[0], py + o[1], px + o[0] + w, py + o[1] + h), strict=strict)), None)  # fmt: skip
+        if spot is None and i in must:
+            spot = tries[0]
+        if spot is not None:
+            out[i] = spot
+            placed.append((px + spot[0], py + spot[1], px + spot[0] + w, py + spot[1] + h))
+    return out
+
+
+def candidates_figure(cands: list[dict]):
+    """The matplotlib Figure of :func:`candidates` (None without figures): one colour per method,
+    the chosen one starred; the chosen one and the best of each method labelled where a
+    label fits without covering another (every candidate is in the table below the figure)."""
     pts = [c for c in cands if c["throughput_tok_s"] is not None and c["tpot_ms"] is not None]
     if not pts:
         return None
-    fig, (ax,) = _figure(7.5, 4.2, right=0.95)
-    for c in pts:
-        ax.scatter([c["tpot_ms"]], [c["throughput_tok_s"]], s=120 if c["chosen"] else 40, marker="*" if c["chosen"] else "o",
-                   color=REC_COLOUR if c["chosen"] else "#4c72b0", edgecolors="black", linewidths=0.5, zorder=3)  # fmt: skip
-        ax.annotate(c["label"], (c["tpot_ms"], c["throughput_tok_s"]), fontsize=7, xytext=(4, 4), textcoords="offset points")
+    fig, (ax,) = _figure(10.5, 4.4, right=0.83, bottom=0.13)
+    xs, ys = [c["tpot_ms"] for c in pts], [c["throughput_tok_s"] for c in pts]
+    dx, dy = (max(xs) - min(xs)) or max(xs) * 0.1 or 1.0, (max(ys) - min(ys)) or max(ys) * 0.1 or 1.0
+    ax.set_xlim(min(xs) - 0.06 * dx, max(xs) + 0.06 * dx)
+    ax.set_ylim(max(0.0, min(ys) - 0.10 * dy), max(ys) + 0.12 * dy)
+    methods = [m for m in METHOD_COLOURS if any(c.get("method", "plain") == m for c in pts)]
+    methods += sorted({c.get("method", "plain") for c in pts} - set(methods))
+    for m in methods:
+        sel = [c for c in pts if c.get("method", "plain") == m and not c["chosen"]]
+        if sel:
+            ax.scatter([c["tpot_ms"] for c in sel], [c["throughput_tok_s"] for c in sel], s=36, color=METHOD_COLOURS.get(m, "#777777"),
+                       edgecolors="black", linewidths=0.4, alpha=0.9, zorder=3, label=m)  # fmt: skip
+    for c in (c for c in pts if c["chosen"]):
+        ax.scatter([c["tpot_ms"]], [c["throughput_tok_s"]], s=200, marker="*", color=REC_COLOUR, edgecolors="black",
+                   linewidths=0.6, zorder=5, label=f"chosen ({c.get('method', 'plain')})")  # fmt: skip
+    seen: set[str] = set()
+    labels: list[str | None] = []
+    for c in pts:  # ranked best first: the chosen one, then the best of each method
+        m = c.get("method", "plain")
+        labels.append(c["label"] if c["chosen"] or m not in seen else None)
+        seen.add(m)
+    to_pt = 72.0 / fig.dpi
+    box = ax.get_window_extent()
+    area = (box.x0 * to_pt + 2, box.y0 * to_pt + 2, box.x1 * to_pt - 2, box.y1 * to_pt - 2)
+    xy = [tuple(v * to_pt for v in ax.transData.transform((c["tpot_ms"], c["throughput_tok_s"]))) for c in pts]
+    must = frozenset(i for i, c in enumerate(pts) if c["chosen"])
+    for c, label, off in zip(pts, labels, place_labels(xy, labels, area, must=must)):
+        if label and off is not None:
+            w, h = _text_box(label)
+            far = max(off[0], -off[0] - w, off[1], -off[1] - h) > 9  # a leader line when it sits further off
+            ax.annotate(label, (c["tpot_ms"], c["throughput_tok_s"]), xytext=off, textcoords="offset points", fontsize=LABEL_PT,
+                        ha="left", va="bottom", fontweight="bold" if c["chosen"] else "normal", zorder=6,
+                        arrowprops={"arrowstyle": "-", "color": "#888888", "lw": 0.5} if far else None)  # fmt: skip
     ax.set_xlabel("TPOT, ms per output token (lower is better)")
     ax.set_ylabel("host throughput, output tokens/s")
     ax.grid(alpha=0.25)
-    return to_svg(fig, "cand")
+    ax.legend(fontsize=7.5, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False, title="method", title_fontsize=8)
+    return fig
+
+
+def candidates(cands: list[dict]) -> str | None:
+    """Throughput against TPOT of the layout candidates, the chosen one marked; None without figures."""
+    fig = candidates_figure(cands)
+    return to_svg(fig, "cand") if fig is not None else None

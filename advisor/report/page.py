@@ -31,6 +31,26 @@ def _rec_point(prediction: RecommendedPrediction | None) -> dict | None:
             "k_high": prediction.gain_high * r, "host_state": prediction.host_state}  # fmt: skip
 
 
+def _launched_gain(decision, launched: dict | None, prediction: RecommendedPrediction | None) -> dict | None:
+    """The predicted gain over plain decoding of the method launched (None for plain decoding): the
+    chosen candidate's, else the suffix prediction's when suffix is what is launched."""
+    if not decision.speculative_method:
+        return None
+    if launched and launched.get("speculative_gain"):
+        return launched["speculative_gain"]
+    if prediction and decision.speculative_method == "suffix":
+        return {"value": prediction.gain, "low": prediction.gain_low, "high": prediction.gain_high}
+    return None
+
+
+def _rule_sets(fired: dict) -> list[str]:
+    """What a fired rule sets, one ``key=value`` a line (a dict such as ``env`` one entry a line)."""
+    out = []
+    for k, v in fired.get("set", {}).items():
+        out += [f"{k}.{kk}={vv}" for kk, vv in v.items()] if isinstance(v, dict) and v else [f"{k}={v}"]
+    return out
+
+
 def _host_rows(fp) -> list[tuple[str, str]]:
     rows = [("fingerprint", fp.fingerprint), ("host", f"{fp.hostname} (kernel {fp.kernel or '-'}, collected {fp.collected_at})")]
     for name in sorted({g.name for g in fp.gpus}):
@@ -88,9 +108,12 @@ def build_report(rec, profile: ModelProfile, settings, *, progress: Callable[[st
     bars = ev.memory_bars(rec, profile)
     rec_json = rec.model_dump(mode="json")
     cands = ev.layout_candidates(rec_json)
+    launched = ev.launched_figures(rec_json)
     say("drawing")
-    point = _rec_point(rec.prediction)
     d = rec.decision
+    point = _rec_point(rec.prediction)
+    if point and d.speculative_method != "suffix":  # the suffix prediction of a configuration that launches another
+        point["label"] = "suffix here (not launched), 90 %"
     cmd = shlex.join(serve_argv(rec.model["id"], d))
     if d.env:
         cmd = " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(d.env.items())) + " " + cmd
@@ -98,7 +121,11 @@ def build_report(rec, profile: ModelProfile, settings, *, progress: Callable[[st
         "version": __version__,
         "generated": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "rec": rec_json,
-        "spec": f"suffix, K={d.num_speculative_tokens}" if d.speculative_method else "off (plain decoding)",
+        "spec": f"{d.speculative_method}, K={d.num_speculative_tokens}" if d.speculative_method else "off (plain decoding)",
+        "launched": launched,
+        "gain": _launched_gain(d, launched, rec.prediction),
+        "layout": f"TP {d.tensor_parallel_size} · DP {d.data_parallel_size} · EP {'on' if d.enable_expert_parallel else 'off'}",
+        "rule_sets": [_rule_sets(f) for f in rec_json["rules_fired"]],
         "command": cmd,
         "rec_point": point,
         "fig_kr": figures.kr_plane(seed, [pt for _o, pt in pairs], point),
