@@ -1,6 +1,6 @@
 """`advisor report` / `recommend --html`: one self-contained HTML page, rendered for a dense model,
 an MoE model and a configuration that does not boot, checked for external resources and opened in
-real headless Chromium (screenshot, not blank)."""
+real headless Chromium (screenshot, not blank; every text box inside its card, from the DOM)."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ CASES = {
     "dense": ("report", "meta-llama/Llama-3.1-8B-Instruct", "--gpu", "B200", "--gpus", "8", "--corpus", "mix"),
     "moe": ("recommend", "Qwen/Qwen3-30B-A3B", "--gpu", "H200", "--gpus", "2", "--corpus", "sharegpt"),
     "no_boot": ("report", "meta-llama/Llama-3.1-70B-Instruct", "--gpu", "H100", "--gpus", "1"),
+    "mtp": ("report", "deepseek-ai/DeepSeek-R1", "--gpu", "H200", "--gpus", "8"),
 }
 """``moe`` goes through ``recommend --html`` so both entry points are rendered."""
 
@@ -92,8 +93,10 @@ def test_page_shows_what_recommend_decides(reports, case):
 
     text, rec = htmllib.unescape(reports[case]["html"]), reports[case]["rec"]
     d = rec["decision"]
-    spec = f"suffix, K={d['num_speculative_tokens']}" if d["speculative_method"] else "off (plain decoding)"
-    assert spec in text
+    spec = f"{d['speculative_method']}, K={d['num_speculative_tokens']}" if d["speculative_method"] else "off (plain decoding)"
+    assert f'<div class="v">{spec}</div>' in text
+    ep = "on" if d["enable_expert_parallel"] else "off"
+    assert f"TP {d['tensor_parallel_size']} · DP {d['data_parallel_size']} · EP {ep}" in text
     assert shlex.join(serve_argv(rec["model"]["id"], Decision.model_validate(d))) in text
     for section in ('id="kr"', 'id="pvm"', 'id="mem"', 'id="trace"'):
         assert section in text
@@ -106,6 +109,13 @@ def test_page_shows_what_recommend_decides(reports, case):
     assert ('id="layout"' in text) == bool(rec.get("candidates"))
     if rec["prediction"]:
         assert f"x{rec['prediction']['gain']:.2f}" in text
+    # the first cards carry the launched configuration's figures (the search's chosen candidate)
+    chosen = [c for c in rec.get("candidates") or [] if c.get("chosen")]
+    if chosen:
+        figs = chosen[0]["prediction"]
+        assert f"{figs['throughput_tok_s']['value']:,.0f} tok/s · {figs['tpot_ms']['value']:.1f} ms" in text
+        if d["speculative_method"]:
+            assert f"predicted gain of {d['speculative_method']} (90 %)</div><div class=\"v\">x{figs['speculative_gain']['value']:.2f}" in text
     # the seed sweep: 70 rows with the host's DSA queues OFF (the ON column has 63 measured pairs)
     assert "70 rows with the host's DSA work queues OFF" in text and "median |log(predicted / measured)|" in text
     assert "leave-one-concurrency-out" in text
@@ -172,11 +182,7 @@ def test_opens_in_headless_chromium_and_is_not_blank(reports, case, tmp_path):
     from advisor.report import figures
 
     shot = tmp_path / "shot.png"
-    # --host-resolver-rules: any fetch off the file would fail, as on an air-gapped host
-    argv = [_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--no-first-run",
-            "--disable-background-networking", "--disable-component-update", "--host-resolver-rules=MAP * ~NOTFOUND",
-            f"--user-data-dir={tmp_path / 'profile'}", f"--screenshot={shot}", "--window-size=1280,2600",
-            reports[case]["path"].resolve().as_uri()]  # fmt: skip
+    argv = _chromium_argv(tmp_path, f"--screenshot={shot}", "--window-size=1280,2600", reports[case]["path"].resolve().as_uri())
     proc = subprocess.run(argv, capture_output=True, text=True, timeout=120, env={**os.environ, "HOME": str(tmp_path)})
     assert proc.returncode == 0 and shot.is_file(), proc.stderr[-2000:]
     im = Image.open(shot).convert("RGB")
@@ -269,3 +275,146 @@ def test_hostile_model_path_is_escaped(reports, tmp_path):
     text = page.read_text()
     assert "<script" not in text and "<img" not in text and not EXTERNAL.findall(text)
     assert "m&lt;script&gt;alert(1)&lt;img src=x onerror=alert(2)&gt;" in text
+
+
+def test_non_suffix_launch_is_labelled_as_launched(reports):
+    """DeepSeek-R1 on 8xH200 launches MTP: the cards say so and give MTP's gain; the suffix
+    prediction is shown as not launched, and the memory bars name MTP."""
+    text, rec = htmllib.unescape(reports["mtp"]["html"]), reports["mtp"]["rec"]
+    assert rec["decision"]["speculative_method"] == "mtp"
+    assert "suffix, K=" not in text.split('id="kr"')[0]  # nothing above the K-R plane calls it suffix
+    assert "suffix, not launched: gain · P(win) · K̄ · R" in text and f"x{rec['prediction']['gain']:.2f} · " in text
+    assert f"chosen: mtp K={rec['decision']['num_speculative_tokens']}" in text
+    assert "Star: suffix decoding for this configuration, which is not launched (mtp, K=1 is launched instead" in text
+
+
+def test_layout_table_says_why(reports):
+    """Every candidate row has its reason: the search's why_not / why_lost, the chosen one its objective."""
+    for case in ("mtp", "dense"):
+        rec = reports[case]["rec"]
+        if not rec.get("candidates"):
+            continue
+        table = reports[case]["html"].split('id="layout"')[1].split("</table>")[0]
+        rows = [(htmllib.unescape(a), htmllib.unescape(b)) for a, b in re.findall(r"<tr><td>(.*?)</td>.*?<td>([^<]*)</td></tr>", table)]
+        assert len(rows) == len(rec["candidates"])
+        for cand, (label, why) in zip(rec["candidates"], rows):
+            assert cand["label"] in label
+            want = cand.get("why_not") or cand.get("why_lost")
+            assert why == want if want else why.startswith("chosen: the highest host throughput"), (cand["label"], why)
+
+
+def test_candidate_labels_do_not_overlap_or_leave_the_axes(reports):
+    """The drawn labels (Agg's own text extents) of the 32 DeepSeek-R1 candidates: inside the axes,
+    no two overlapping, the chosen one labelled."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    from advisor.report import figures
+    from advisor.report.evidence import layout_candidates
+
+    cands = layout_candidates(reports["mtp"]["rec"])
+    fig = figures.candidates_figure(cands)
+    renderer = FigureCanvasAgg(fig).get_renderer()
+    (ax,) = fig.axes
+    frame = ax.get_window_extent(renderer)
+    boxes = {t.get_text(): t.get_window_extent(renderer) for t in ax.texts}
+    assert next(c["label"] for c in cands if c["chosen"]) in boxes and len(boxes) >= 3
+    for label, b in boxes.items():
+        assert frame.x0 <= b.x0 and b.x1 <= frame.x1 and frame.y0 <= b.y0 and b.y1 <= frame.y1, label
+    items = list(boxes.items())
+    for i, (la, a) in enumerate(items):
+        for lb, b in items[i + 1:]:
+            assert not a.overlaps(b), (la, lb)
+
+
+def test_place_labels_keeps_apart_and_inside():
+    from advisor.report.figures import _text_box, place_labels
+
+    pts = [(100.0, 100.0), (102.0, 101.0), (104.0, 99.0), (395.0, 295.0)]
+    labels = ["TP 8, mtp K=1", "TP 4 x DP 2 + EP, mtp K=1", "TP 2 x DP 4, mtp K=1", "TP 8, plain"]
+    offs = place_labels(pts, labels, (0.0, 0.0, 400.0, 300.0), must=frozenset({0}))
+    assert offs[0] is not None and offs[3] is not None  # the chosen one, and the one in the corner (flipped inside)
+    boxes = [(x + o[0], y + o[1], x + o[0] + _text_box(t)[0], y + o[1] + _text_box(t)[1])
+             for (x, y), t, o in zip(pts, labels, offs) if o is not None]  # fmt: skip
+    for i, a in enumerate(boxes):
+        assert 0 <= a[0] and a[2] <= 400 and 0 <= a[1] and a[3] <= 300
+        for b in boxes[i + 1:]:
+            assert not (a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3])
+
+
+OVERFLOW_PROBE = """<script>
+(function () {
+  // every text node's line boxes, and every figure, table, pre and card, against its card
+  // (the nearest .card, section or header); the result is written into the DOM for --dump-dom
+  const CARD = ".card, section, header", tol = 1.5, bad = [];
+  const within = (r, c) => r.left >= c.left - tol && r.right <= c.right + tol && r.top >= c.top - tol && r.bottom <= c.bottom + tol;
+  const box = (r) => [r.left, r.top, r.right, r.bottom].map(Math.round);
+  const name = (el) => el.id ? "#" + el.id : el.tagName.toLowerCase() + (el.className ? "." + el.className : "");
+  const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  let texts = 0;
+  for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+    if (!n.data.trim() || n.parentElement.closest("svg, script, style")) continue;
+    const card = n.parentElement.closest(CARD);
+    if (!card) { bad.push({text: n.data.trim().slice(0, 80), card: null}); continue; }
+    const range = document.createRange();
+    range.selectNodeContents(n);
+    const c = card.getBoundingClientRect();
+    texts++;
+    for (const r of range.getClientRects()) {
+      if (r.width && r.height && !within(r, c)) { bad.push({text: n.data.trim().slice(0, 80), card: name(card), box: box(r), card_box: box(c)}); break; }
+    }
+  }
+  for (const el of document.querySelectorAll("svg, table, pre, .card, .cards")) {
+    const card = el.parentElement.closest(CARD);
+    if (card && !within(el.getBoundingClientRect(), card.getBoundingClientRect()))
+      bad.push({element: name(el), card: name(card), box: box(el.getBoundingClientRect()), card_box: box(card.getBoundingClientRect())});
+  }
+  const out = document.createElement("pre");
+  out.id = "__overflow";
+  out.textContent = JSON.stringify({texts: texts, overflow: bad, page_width: document.documentElement.scrollWidth,
+                                    viewport: document.documentElement.clientWidth});
+  document.body.appendChild(out);
+})();
+</script>"""
+"""Injected before ``</body>`` of a copy of the page (the page itself carries no script)."""
+
+
+def _chromium_argv(tmp_path: Path, *extra: str) -> list[str]:
+    # --host-resolver-rules: any fetch off the file would fail, as on an air-gapped host
+    return [_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--no-first-run",
+            "--disable-background-networking", "--disable-component-update", "--host-resolver-rules=MAP * ~NOTFOUND",
+            f"--user-data-dir={tmp_path / 'profile'}", *extra]  # fmt: skip
+
+
+def overflow_report(page: Path, tmp_path: Path, width: int) -> dict:
+    """What OVERFLOW_PROBE finds in ``page`` laid out by headless Chromium at ``width`` CSS pixels."""
+    probe = tmp_path / f"probe-{width}.html"
+    probe.write_text(page.read_text(encoding="utf-8").replace("</body>", OVERFLOW_PROBE + "\n</body>"), encoding="utf-8")
+    proc = subprocess.run(_chromium_argv(tmp_path, f"--window-size={width},1600", "--dump-dom", probe.resolve().as_uri()),
+                          capture_output=True, text=True, timeout=120, env={**os.environ, "HOME": str(tmp_path)})  # fmt: skip
+    found = re.search(r'<pre id="__overflow">(.*?)</pre>', proc.stdout, re.S)
+    assert proc.returncode == 0 and found, proc.stderr[-2000:]
+    return json.loads(htmllib.unescape(found.group(1)))
+
+
+@pytest.mark.skipif(_chromium() is None, reason="Chromium is not installed (Debian: apt-get install -y chromium; scripts/test.sh does)")
+@pytest.mark.parametrize("width", [1280, 820])
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_no_text_overflows_its_card(reports, case, width, tmp_path):
+    """Element boxes from Chromium's layout: every line of text, figure, table and code block lies
+    inside its card (section or summary card), and the page is no wider than the window."""
+    found = overflow_report(reports[case]["path"], tmp_path, width)
+    assert found["texts"] > 150  # the probe saw the page's text
+    assert found["overflow"] == [], found["overflow"][:8]
+    assert found["page_width"] <= found["viewport"]
+
+
+@pytest.mark.skipif(_chromium() is None, reason="Chromium is not installed (Debian: apt-get install -y chromium; scripts/test.sh does)")
+def test_overflow_probe_catches_text_outside_its_card(reports, tmp_path):
+    """The probe is not blind: the rules table as the page had it before (what a rule sets on one
+    unbreakable line, the table free to grow) is reported."""
+    text = reports["mtp"]["html"].replace("</style>", "table.fixed { table-layout: auto; } td code { white-space: nowrap; }</style>")
+    text = text.replace("</code></div><div><code>", " ")
+    page = tmp_path / "wide.html"
+    page.write_text(text, encoding="utf-8")
+    found = overflow_report(page, tmp_path, 1280)
+    assert any(o.get("card") == "#trace" for o in found["overflow"]), found["overflow"][:3]
