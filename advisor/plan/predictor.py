@@ -20,7 +20,8 @@ def predictor(profile: ModelProfile, host: HostContext, workload: Workload, k: i
     from advisor.predict.api import predict
 
     state = None if host.dsa_enabled is None else ("ON" if host.dsa_enabled else "OFF")
-    pred = predict(profile, get_gpu(host.gpu), tp, workload, host_state=state, k=k, cache_dir=cache_dir, records=records)
+    pred = predict(profile, get_gpu(host.gpu), tp, workload, host_state=state, k=k, cache_dir=cache_dir, records=records,
+                   vllm_version=host.vllm_version)  # fmt: skip
     if pred is None:
         return None
     scope = Scope(model=profile.id, corpus=workload.corpus, k=k, gpu=host.gpu, tp=tp, concurrency=workload.concurrency)
