@@ -145,6 +145,17 @@ def _print_gpu_memory(m: dict) -> None:
     print("\n".join(lines))
 
 
+def _print_published(pub: dict) -> None:
+    if not pub.get("available"):
+        print(f"\npublished results: {pub.get('reason')}")
+        return
+    print(f"\npublished results ({', '.join(pub['sources'])}; {pub['method']}):")
+    for m, v in pub["by_method"].items():
+        print(f"  {m}: {v['rows']} rows, median |ln(pred/pub)| {v['median_abs_log']:.3f}, 90% interval holds "
+              f"{v['coverage_90']:.0%}, median ln(pred/pub) {v['median_log_pred_over_pub']:+.3f}"
+              f" (goal <= {pub['goal']['median_abs_log']}, 80-95%: {'met' if v['meets_goal'] else 'NOT met'})")
+
+
 @app.command("calibrate")
 def calibrate_cmd(
     evaluate: bool = typer.Option(False, "--evaluate", help="Leave-one-model-out evaluation on the seed sweep, with baselines."),
@@ -171,12 +182,19 @@ def calibrate_cmd(
         res["lomo"]["product_own_build"] = evaluate_product(profile_of, observations=obs, fits=fits, rules=rules, own_build=True)
         res["gpu_steps"] = _gpu_steps(profile_of, run_eval)
         res["gpu_memory"] = _gpu_memory(profile_of)
+        from advisor.paths import data_path
+        from advisor.predict import host_infer, published
+
+        res["published"] = published.evaluate(data_path("calibration"), profile_of)
+        res["host_profiles"] = {"seed_inferred": host_infer.infer(obs, profile_of)["best"],
+                                "profiles": [p.model_dump() for p in host_infer.hp.known()]}
         if json_out:
             emit_json(res)
         else:
             _print_evaluation(res)
             _print_gpu_steps(res["gpu_steps"])
             _print_gpu_memory(res["gpu_memory"])
+            _print_published(res["published"])
         return
     from advisor.predict.refit import refit_report
 
