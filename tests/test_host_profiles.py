@@ -119,3 +119,37 @@ def test_seed_host_recommendation_agrees_with_the_seed_rows(run_cli):
     rec = json.loads(out)
     assert rec["decision"]["speculative_method"] == "suffix"
     assert rec["prediction"]["host_profile"] == "seed-b200" and rec["prediction"]["gain"] > 1.0
+
+
+def test_calibrate_fits_and_stores_a_probed_hosts_profile(tmp_path, run_cli):
+    """A --dummy-weights vanilla + suffix:32 probe on a GPU host (the shipped H200 campaign) is enough
+    for `advisor calibrate` to fit that host's profile (R = tokens per step / gain), store it in the
+    data dir, and for predictions on that fingerprint to use it."""
+    import shutil
+
+    from advisor.cli.wiring import load_user_profiles
+    from advisor.paths import data_path
+    from advisor.settings import Settings
+
+    src = data_path("calibration") / "gpu_probes" / "h200-vllm0.26.0" / "probes.sqlite"
+    data = tmp_path / "data"
+    data.mkdir()
+    shutil.copy(src, data / "probes.sqlite")
+    try:
+        code, out, err = run_cli("--data-dir", str(data), "calibrate", "--json")
+        assert code == 0, err
+        rep = json.loads(out)["host_profiles"]
+        (fit,) = rep["profiles"]
+        prof = fit["profile"]
+        assert prof["gpu"] == "H200" and prof["vllm_version"] == "0.26.0" and "MEASURED by advisor probe" in prof["provenance"]
+        (pair,) = fit["pairs"]
+        assert pair["r_fitted"] == pytest.approx(pair["r_measured"], rel=0.03)
+        rows = load_user_profiles(Settings(data_dir=data))
+        assert [r.id for r in rows] == [prof["id"]]
+        m = hp.match("H200", prof["cpu_model"], "0.26.0")
+        assert m.kind == "exact" and m.profiles == [prof["id"]]
+        p = predict(load_profile(LLAMA_8B), get_gpu("H200"), 1, Workload(corpus="sharegpt", concurrency=32),
+                    host_state="OFF", cpu_model=prof["cpu_model"], vllm_version="0.26.0")
+        assert p.host_profile == prof["id"] and p.host_spread == 0.0
+    finally:
+        hp.use_user_profiles([])

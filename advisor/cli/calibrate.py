@@ -145,6 +145,27 @@ def _print_gpu_memory(m: dict) -> None:
     print("\n".join(lines))
 
 
+def _store_host_profiles(records, profile_of) -> dict:
+    """Fit a host cost profile for every probed GPU host (vanilla + suffix:K pairs, dummy weights
+    welcome) and write them to the data dir's host_profiles.csv, which predictions then use."""
+    from advisor.atomic import write_one
+    from advisor.predict import host_infer, host_profile
+
+    path = settings().data_dir / host_profile.USER_FILE
+    from advisor.errors import AdvisorError
+
+    fitted, skipped = [], []
+    for fp, pairs in host_infer.probe_pairs(records or []).items():
+        try:
+            fitted.append(host_infer.profile_from_probes(pairs, profile_of))
+        except AdvisorError as exc:  # a probed model the catalog cannot resolve: say so, fit the others
+            skipped.append(f"host {fp[:12]}: {exc}")
+    if fitted:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_one(path, host_profile.render_rows([host_profile.HostProfile(**f["profile"]) for f in fitted]))
+    return {"file": str(path), "profiles": fitted, "skipped": skipped}
+
+
 def _print_published(pub: dict) -> None:
     if not pub.get("available"):
         print(f"\npublished results: {pub.get('reason')}")
@@ -200,9 +221,15 @@ def calibrate_cmd(
 
     records, where = _store_records()
     report = refit_report(records, profile_of, store=where)
+    report["host_profiles"] = _store_host_profiles(records, profile_of)
     if json_out:
         emit_json(report)
         return
+    for h in report["host_profiles"]["profiles"]:
+        pr = h["profile"]
+        print(f"host profile {pr['id']} ({pr['gpu']}, {pr['cpu_model']}, vLLM {pr['vllm_version']}): suffix step "
+              f"{pr['suffix_step_s'] * 1e3:.2f} ms + {pr['suffix_per_seq_s'] * 1e6:.0f} us/seq"
+              + (" (AT THE FIT GRID'S EDGE)" if h["at_grid_edge"] else "") + f" -> {report['host_profiles']['file']}")
     print(f"calibration: {report['seed_rows']} seed rows + {report['probe_rows']} probe rows ({where})")
     if not report["rows"]:
         print("  no paired suffix/vanilla probe campaigns to refit on; the shipped seed calibration stays in use")

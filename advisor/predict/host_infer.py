@@ -67,3 +67,99 @@ def infer(observations: list[Observation], profile_of: ProfileFn, base: str = "s
     return {"best": best, "grid": table,
             "method": "leave-one-model-out K̄/R with no fitted term; K̄ priors from the other models through the "
                       "candidate cost; only per_step + 32 x per_sequence is identified (all rows at concurrency 32)"}  # fmt: skip
+
+
+FIT_STEP_S = tuple(i * 0.25e-3 for i in range(0, 81))
+"""Per-step candidates for a probed host (0-20 ms in 0.25 ms steps)."""
+FIT_PER_SEQ_S = tuple(i * 10e-6 for i in range(0, 41))
+"""Per-sequence candidates for a probed host (0-400 us in 10 us steps, as gpu_steps.FIT_B_GRID)."""
+ASSUMED_NGRAM_PER_SEQ_S = 10e-6
+"""n-gram's per-sequence cost where no n-gram probe measured it (NgramProposer's numba loop; ASSUMED)."""
+
+
+class _Pair:
+    """One campaign's vanilla + suffix:K runs on a GPU host, with the R they imply."""
+
+    def __init__(self, van, suf) -> None:
+        self.van, self.suf = van, suf
+        self.k = int(suf.config.split(":", 1)[1].split("@", 1)[0] or 32)
+        self.kbar = suf.tokens_per_step or suf.mean_acceptance_length or 1.0
+        self.r_meas = self.kbar * van.throughput_tok_s / suf.throughput_tok_s
+        acc = (suf.mean_acceptance_length - 1) * suf.spec_drafts / suf.spec_draft_tokens \
+            if suf.spec_drafts and suf.spec_draft_tokens and suf.mean_acceptance_length else None  # fmt: skip
+        self.draft = min(self.k, kp.max_draft(self.k), (self.kbar - 1) / acc) if acc else kp.draft_tokens(self.kbar, self.k)
+        self.share = 1.0 if getattr(suf, "weights", "real") == "dummy" else 0.6
+
+
+def probe_pairs(records) -> dict[str, list[_Pair]]:
+    """{host fingerprint: pairs}: ok vanilla + suffix:K runs of one campaign on a GPU (dummy weights
+    welcome: only the step cost is read from them, through R = tokens per step / gain)."""
+    by: dict[str, list] = {}
+    for r in records:
+        if r.outcome == "ok" and r.throughput_tok_s and r.gpu and r.host_fingerprint:
+            by.setdefault(r.campaign_id, []).append(r)
+    out: dict[str, list[_Pair]] = {}
+    for recs in by.values():
+        vans = [r for r in recs if r.config == "vanilla"]
+        for suf in (r for r in recs if r.config.startswith("suffix:") and "@" not in r.config and r.tokens_per_step):
+            if vans:
+                out.setdefault(suf.host_fingerprint, []).append(_Pair(max(vans, key=lambda v: v.started_at), suf))
+    return out
+
+
+def profile_for_record(model: str, profile_of: ProfileFn):
+    """The profile of a probed model: its id, or (for a directory on the GPU machine, e.g.
+    ``/root/probe-models/Llama-3.1-8B-Instruct``) the catalog id its folder name is known by."""
+    from advisor.errors import AdvisorError
+    from advisor.predict.gpu_steps import MODEL_IDS
+
+    try:
+        return profile_of(model)
+    except AdvisorError:
+        name = model.rstrip("/").rsplit("/", 1)[-1]
+        if name in MODEL_IDS:
+            return profile_of(MODEL_IDS[name])
+        raise
+
+
+def _r_pred(pair: _Pair, profile, name: str) -> float:
+    from advisor.hardware.gpus import get_gpu
+
+    ctx = kp.shape_for(None if pair.suf.corpus.endswith((".jsonl", ".json", ".txt")) else pair.suf.corpus).context(profile.family)
+    return r_ratio(profile, get_gpu(pair.suf.gpu), pair.suf.tensor_parallel_size, concurrency=pair.suf.concurrency,
+                   draft_tokens=pair.draft, context=ctx, draft_share=pair.share, k=pair.k, build=name).r  # fmt: skip
+
+
+def profile_from_probes(pairs: list[_Pair], profile_of: ProfileFn, base: str = "release") -> dict:
+    """The (per-step, per-sequence) suffix cost that reproduces the R these probes measured (least
+    summed |ln R_pred / R_meas| on FIT_STEP_S x FIT_PER_SEQ_S; ties: the smaller per-sequence share),
+    as a host profile row with its evidence. Probes at one concurrency only identify
+    per-step + concurrency x per-sequence: the per-sequence share is then held at ``base``'s."""
+    concs = sorted({p.suf.concurrency for p in pairs})
+    per_seq = FIT_PER_SEQ_S if len(concs) > 1 else (hp.get(base).suffix_per_seq_s,)
+    best = (math.inf, 0.0, 0.0)
+    for a in FIT_STEP_S:
+        for b in per_seq:
+            name = _candidate(base, a, b)
+            err = sum(abs(math.log(_r_pred(p, profile_for_record(p.suf.model, profile_of), name) / p.r_meas)) for p in pairs)
+            if err < best[0] - 1e-12:
+                best = (err, a, b)
+    _, a, b = best
+    s = pairs[0].suf
+    host = s.host or {}
+    fit_name = _candidate(base, a, b)
+    prof = hp.HostProfile(
+        id=f"probe-{s.host_fingerprint[:12]}", gpu=s.gpu, cpu_model=((host.get("cpu") or {}).get("model") or "unknown"),
+        vllm_version=s.vllm_version or "unknown", suffix_step_s=round(a, 6), suffix_per_seq_s=round(b, 6),
+        ngram_step_s=round(a, 6), ngram_per_seq_s=ASSUMED_NGRAM_PER_SEQ_S,
+        provenance=(f"suffix: MEASURED by advisor probe ({len(pairs)} vanilla/suffix pair(s) at concurrency "
+                    f"{', '.join(map(str, concs))}; R = tokens per step / gain, fitted by host_infer.profile_from_probes"
+                    + (f"; one concurrency: per-sequence held at {base}'s" if len(concs) == 1 else "")
+                    + "); n-gram: per-step as suffix, per-sequence ASSUMED"),
+        source="probe store: campaigns " + ", ".join(sorted({p.suf.campaign_id for p in pairs})),
+    )  # fmt: skip
+    table = [{"campaign": p.suf.campaign_id, "model": p.suf.model, "concurrency": p.suf.concurrency, "k_bar": round(p.kbar, 3),
+              "gain": round(p.suf.throughput_tok_s / p.van.throughput_tok_s, 4), "r_measured": round(p.r_meas, 4),
+              "r_fitted": round(_r_pred(p, profile_for_record(p.suf.model, profile_of), fit_name), 4)} for p in pairs]  # fmt: skip
+    edge = a == FIT_STEP_S[-1] or (len(per_seq) > 1 and b == per_seq[-1])
+    return {"profile": prof.model_dump(), "pairs": table, "at_grid_edge": edge}

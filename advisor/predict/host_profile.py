@@ -65,6 +65,11 @@ class HostMatch(BaseModel):
 
 
 _REGISTERED: dict[str, HostProfile] = {}
+_USER: dict[str, HostProfile] = {}
+USER_FILE = "host_profiles.csv"
+"""The file ``advisor calibrate`` writes in the data dir: profiles measured by probes on the user's hosts."""
+FIELDS = ("id", "aliases", "gpu", "cpu_model", "vllm_version", "suffix_step_s", "suffix_per_seq_s", "ngram_step_s",
+          "ngram_per_seq_s", "provenance", "source")  # fmt: skip
 
 
 def register(profile: HostProfile) -> None:
@@ -73,8 +78,33 @@ def register(profile: HostProfile) -> None:
 
 
 def profiles() -> tuple[HostProfile, ...]:
-    """The shipped profiles (plus any registered in this process)."""
-    return _shipped() + tuple(_REGISTERED.values())
+    """The shipped profiles, the user's (load_user) and any registered in this process."""
+    return _shipped() + tuple(_USER.values()) + tuple(_REGISTERED.values())
+
+
+def read_rows(text: str) -> list[HostProfile]:
+    """Profiles of a host_profiles.csv text."""
+    import io
+
+    return [HostProfile(**row) for row in csv.DictReader(io.StringIO(text))]
+
+
+def render_rows(rows: list[HostProfile]) -> str:
+    """host_profiles.csv text of ``rows``."""
+    import io
+
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=FIELDS, lineterminator="\n")
+    w.writeheader()
+    for r in rows:
+        w.writerow(r.model_dump())
+    return buf.getvalue()
+
+
+def use_user_profiles(rows: list[HostProfile]) -> None:
+    """Make the user's probed profiles known to predictions in this process (the CLI edge reads the file)."""
+    _USER.clear()
+    _USER.update({r.id: r for r in rows})
 
 
 @lru_cache(maxsize=1)
@@ -114,14 +144,14 @@ def _line(version: str | None) -> str:
 
 
 def known() -> tuple[HostProfile, ...]:
-    """The shipped profiles a prediction for a user may use."""
-    return _shipped()
+    """The profiles a prediction for a user may use: the user's probed hosts first, then the shipped ones."""
+    return tuple(_USER.values()) + _shipped()
 
 
 def match(gpu: str, cpu_model: str | None = None, vllm_version: str | None = None) -> HostMatch:
     """The profiles for a host: the one whose GPU, CPU model and vLLM version all match; else one of
     the same GPU and vLLM version; else one of the same GPU (CPU and vLLM unverified); else all."""
-    known = _shipped()
+    known = list(_USER.values()) + list(_shipped())
     same_gpu = [p for p in known if _norm(p.gpu) == _norm(gpu)]
     exact = [p for p in same_gpu if cpu_model and _norm(p.cpu_model) == _norm(cpu_model)
              and vllm_version and _line(p.vllm_version) == _line(vllm_version)]  # fmt: skip
@@ -137,7 +167,7 @@ def match(gpu: str, cpu_model: str | None = None, vllm_version: str | None = Non
                          note=f"host profile {p.id} (the known {p.gpu} host: {p.cpu_model}, vLLM {p.vllm_version}); "
                               f"this host's CPU and vLLM are not verified, so the interval carries the spread "
                               f"of the known profiles; measure it: {PROBE_HINT}")  # fmt: skip
-    ids = [p.id for p in known]
+    ids = [p.id for p in _shipped()]
     return HostMatch(kind="none", profiles=ids,
                      note=f"no host profile for {gpu}: the prediction spans the known profiles ({', '.join(ids)}) "
                           f"and the interval their spread; measure this host: {PROBE_HINT}")  # fmt: skip
