@@ -145,6 +145,28 @@ def _print_gpu_memory(m: dict) -> None:
     print("\n".join(lines))
 
 
+def _probe_check(profile_of) -> list[dict]:
+    """The shipped GPU probe campaigns (calibration/gpu_probes/*/probes.sqlite): the R each measured
+    through `vllm serve` against the R the profile its GPU matches predicts, and the profile that
+    campaign alone would fit (out-of-sample evidence for the shipped profiles)."""
+    from advisor.paths import data_path
+    from advisor.predict import host_infer
+    from advisor.probe.store import ProbeStore
+
+    out = []
+    for path in sorted((data_path("calibration") / "gpu_probes").glob("*/probes.sqlite")):
+        with ProbeStore(path, busy_timeout_s=2.0) as store:
+            records = store.list_records()
+        for pairs in host_infer.probe_pairs(records).values():
+            build = host_infer.hp.match(pairs[0].suf.gpu, None, pairs[0].suf.vllm_version).profiles[0]
+            fit = host_infer.profile_from_probes(pairs, profile_of)
+            out.append({"store": str(path.relative_to(data_path("calibration").parent)),
+                        "against_shipped": host_infer.probe_check(pairs, profile_of, build),
+                        "fitted_alone": {k: fit["profile"][k] for k in ("suffix_step_s", "suffix_per_seq_s")},
+                        "fitted_at_grid_edge": fit["at_grid_edge"]})  # fmt: skip
+    return out
+
+
 def _store_host_profiles(records, profile_of) -> dict:
     """Fit a host cost profile for every probed GPU host (vanilla + suffix:K pairs, dummy weights
     welcome) and write them to the data dir's host_profiles.csv, which predictions then use."""
@@ -208,7 +230,8 @@ def calibrate_cmd(
 
         res["published"] = published.evaluate(data_path("calibration"), profile_of)
         res["host_profiles"] = {"seed_inferred": host_infer.infer(obs, profile_of)["best"],
-                                "profiles": [p.model_dump() for p in host_infer.hp.known()]}
+                                "profiles": [p.model_dump() for p in host_infer.hp.known()],
+                                "probe_check": _probe_check(profile_of)}
         if json_out:
             emit_json(res)
         else:

@@ -163,3 +163,14 @@ def profile_from_probes(pairs: list[_Pair], profile_of: ProfileFn, base: str = "
               "r_fitted": round(_r_pred(p, profile_for_record(p.suf.model, profile_of), fit_name), 4)} for p in pairs]  # fmt: skip
     edge = a == FIT_STEP_S[-1] or (len(per_seq) > 1 and b == per_seq[-1])
     return {"profile": prof.model_dump(), "pairs": table, "at_grid_edge": edge}
+
+
+def probe_check(pairs: list[_Pair], profile_of: ProfileFn, build: str) -> list[dict]:
+    """R the ``build`` profile predicts for each probe pair against the R it measured."""
+    out = []
+    for p in pairs:
+        pred = _r_pred(p, profile_for_record(p.suf.model, profile_of), build)
+        out.append({"campaign": p.suf.campaign_id, "gpu": p.suf.gpu, "vllm": p.suf.vllm_version,
+                    "concurrency": p.suf.concurrency, "r_measured": round(p.r_meas, 4), "r_predicted": round(pred, 4),
+                    "ln_pred_over_meas": round(math.log(pred / p.r_meas), 4), "profile": hp.get(build).id})  # fmt: skip
+    return out
