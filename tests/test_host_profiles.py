@@ -153,3 +153,30 @@ def test_calibrate_fits_and_stores_a_probed_hosts_profile(tmp_path, run_cli):
         assert p.host_profile == prof["id"] and p.host_spread == 0.0
     finally:
         hp.use_user_profiles([])
+
+
+def test_real_probe_evaluation_scores_the_chosen_option(tmp_path):
+    """Evaluation (b) reads records.jsonl under calibration/, asks the predictor for each option
+    without the measured K̄, and scores the chosen one against the best measured."""
+    from advisor.predict import real_probes
+    from advisor.predict.dataset import default_profile_of
+    from advisor.probe.record import ProbeRecord
+
+    cal = tmp_path / "calibration" / "gpu_real" / "h200"
+    cal.mkdir(parents=True)
+    base = dict(campaign_id="c-test", model=LLAMA_8B, outcome="ok", gpu="H200", gpus=1, corpus="sharegpt",
+                concurrency=8, vllm_version="0.26.0", host_fingerprint="f" * 64, started_at="2026-12-01T00:00:00+00:00")
+    recs = [ProbeRecord(**base, config="vanilla", throughput_tok_s=1000.0),
+            ProbeRecord(**base, config="suffix:32", throughput_tok_s=900.0, tokens_per_step=1.6),
+            ProbeRecord(**base, config="ngram:4", throughput_tok_s=1100.0, tokens_per_step=1.4),
+            ProbeRecord(**{**base, "campaign_id": "c-dummy"}, config="vanilla", throughput_tok_s=1.0, weights="dummy")]
+    (cal / "records.jsonl").write_text("".join(r.model_dump_json() + "\n" for r in recs))
+    out = real_probes.evaluate(tmp_path / "calibration", default_profile_of())
+    assert out["available"] and out["campaigns"] == 1
+    (row,) = out["rows"]
+    assert row["options"]["vanilla"] == {"predicted": 1.0, "measured": 1.0}
+    assert row["options"]["ngram:4"]["measured"] == 1.1 and row["options"]["suffix:32"]["measured"] == 0.9
+    best = max(o["measured"] for o in row["options"].values())
+    assert row["chosen_frac"] == pytest.approx(row["options"][row["chosen"]]["measured"] / best, rel=1e-3)
+    assert row["within_2pct"] == (row["chosen"] == "ngram:4")
+    assert not real_probes.evaluate(tmp_path / "nothing", default_profile_of())["available"]

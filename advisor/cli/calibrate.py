@@ -228,7 +228,10 @@ def calibrate_cmd(
         from advisor.paths import data_path
         from advisor.predict import host_infer, published
 
+        from advisor.predict import real_probes
+
         res["published"] = published.evaluate(data_path("calibration"), profile_of)
+        res["real_probes"] = real_probes.evaluate(data_path("calibration"), profile_of)
         res["host_profiles"] = {"seed_inferred": host_infer.infer(obs, profile_of)["best"],
                                 "profiles": [p.model_dump() for p in host_infer.hp.known()],
                                 "probe_check": _probe_check(profile_of)}
@@ -239,6 +242,10 @@ def calibrate_cmd(
             _print_gpu_steps(res["gpu_steps"])
             _print_gpu_memory(res["gpu_memory"])
             _print_published(res["published"])
+            rp = res["real_probes"]
+            print("\nreal-weight probes: " + (f"{rp['campaigns']} campaign(s), chosen option within 2% of the best measured "
+                  f"in {rp['chosen_within_2pct_share']:.0%}, median |ln gain error| {rp['median_abs_log_gain_error']:.3f}"
+                  if rp["available"] else rp["reason"]))
         return
     from advisor.predict.refit import refit_report
 
