@@ -9,6 +9,7 @@ import pytest
 from advisor.model.load import load_profile
 from advisor.hardware.gpus import get_gpu
 from advisor.predict import gpu_steps as g
+from advisor.predict import host_profile as hp
 from advisor.predict import stepcost as sc
 
 CAL = Path(__file__).resolve().parent.parent / "calibration"
@@ -44,7 +45,7 @@ def test_grid_has_plain_and_verification_points_with_provenance(points, profiles
 def test_shipped_spec_step_constants_are_the_fit_of_the_shipped_grid(points, profiles):
     """SPEC_STEP_FIXED_S / SPEC_STEP_PER_SEQ_S come from the measurements, not by hand."""
     assert g.fit_spec_constants(points, profiles) == (sc.SPEC_STEP_FIXED_S, sc.SPEC_STEP_PER_SEQ_S)
-    assert sc.SPEC_STEP_COSTS["release"] == (sc.SPEC_STEP_FIXED_S, sc.SPEC_STEP_PER_SEQ_S)
+    assert hp.spec_costs("release") == (sc.SPEC_STEP_FIXED_S, sc.SPEC_STEP_PER_SEQ_S)
 
 
 def test_plain_steps_predicted_within_5_percent_dense_8b_and_20_percent_gqa(points, profiles):

@@ -94,7 +94,7 @@ def test_mix_warning_and_single_corpus_distill(run_cli):
 
 
 def test_text_output_has_reasons(run_cli):
-    code, out, _ = run_cli("recommend", "meta-llama/Llama-3.1-70B-Instruct", "--gpu", "H200", "--gpus", "8")
+    code, out, _ = run_cli("recommend", "meta-llama/Llama-3.1-70B-Instruct", "--gpu", "B200", "--gpus", "8")
     assert code == 0
     assert "suffix, K=32" in out and "vllm serve" in out and "Why:" in out and "dense-suffix" in out
 

@@ -13,12 +13,12 @@ import pytest
 
 from advisor.cli.app import main
 from advisor.domain.decision import Decision
-from advisor.domain.prediction import RecommendedPrediction
+from advisor.domain.prediction import Decomposition, RecommendedPrediction
 from advisor.plan.probe_plan import probe_plan
 from advisor.domain.workload import Workload
 
 FAKE = Path(__file__).resolve().parent / "vllm_helpers" / "fake_vllm.py"
-UNSURE = "deepseek-ai/DeepSeek-R1-Distill-Qwen-32B"  # humaneval: P(win) ≈ 0.39 (the two builds' suffix-step costs disagree)
+UNSURE = "meta-llama/Llama-3.1-70B-Instruct"  # humaneval on 8 x H200: P(win) ≈ 0.31 (the host is matched only by its GPU)
 UNSURE_CORPUS = "humaneval"
 
 
@@ -26,7 +26,8 @@ def plan_for(p_win: float, *, policy: str = "default_on", measured=None, workloa
     pred = RecommendedPrediction(
         gain=1.0, gain_low=0.9, gain_high=1.1, p_win=p_win, k_bar=2.0, k_bar_source="test", r=2.0, host_state=None,
         draft_tokens=1.0, context_tokens=1000.0, spec_graph_mode="piecewise", mla_prefill_ms=0.0, calibration_shift=1.0,
-        model_seen=False, explanation=[], measured=measured,
+        model_seen=False, explanation=[], measured=measured, host_profile="h200-vllm0.26.0", host_match="given",
+        decomposition=Decomposition(k_bar=2.0, r=2.0, fitted_factor=1.0, sources={}),
     )  # fmt: skip
     return probe_plan(model, Decision(tensor_parallel_size=4, gpu_memory_utilization=0.85), workload or Workload(corpus="sharegpt"),
                       pred, policy=policy, k=16, low=0.3, high=0.7)  # fmt: skip

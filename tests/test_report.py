@@ -221,7 +221,8 @@ def test_report_probe_draws_this_hosts_measurement(tmp_path, monkeypatch, capsys
     monkeypatch.setenv("FAKE_TOKENS", "64")
     monkeypatch.setenv("FAKE_SPEC_STEP_COST", "1.25")  # K̄ = 2 > R = 1.25: suffix ≈ 1.6x on this "host"
     data, page = tmp_path / "data", tmp_path / "page.html"
-    assert main(["--data-dir", str(data), "report", "deepseek-ai/DeepSeek-R1-Distill-Qwen-32B", "--corpus", "humaneval",
+    # a deployment the prediction is unsure about on this host class (8 x H200: P(win) in the probe band)
+    assert main(["--data-dir", str(data), "report", "meta-llama/Llama-3.1-70B-Instruct", "--corpus", "humaneval", "--tp", "8",
                  "--probe", "--probe-requests", "6", "--server-cmd", f"{sys.executable} {fake}", "--out", str(page)]) == 0  # fmt: skip
     assert capsys.readouterr().out.strip() == str(page)
     text = htmllib.unescape(page.read_text())

@@ -145,6 +145,60 @@ def _print_gpu_memory(m: dict) -> None:
     print("\n".join(lines))
 
 
+def _probe_check(profile_of) -> list[dict]:
+    """The shipped GPU probe campaigns (calibration/gpu_probes/*/probes.sqlite): the R each measured
+    through `vllm serve` against the R the profile its GPU matches predicts, and the profile that
+    campaign alone would fit (out-of-sample evidence for the shipped profiles)."""
+    from advisor.paths import data_path
+    from advisor.predict import host_infer
+    from advisor.probe.store import ProbeStore
+
+    out = []
+    for path in sorted((data_path("calibration") / "gpu_probes").glob("*/probes.sqlite")):
+        with ProbeStore(path, busy_timeout_s=2.0) as store:
+            records = store.list_records()
+        for pairs in host_infer.probe_pairs(records).values():
+            build = host_infer.hp.match(pairs[0].suf.gpu, None, pairs[0].suf.vllm_version).profiles[0]
+            fit = host_infer.profile_from_probes(pairs, profile_of)
+            out.append({"store": str(path.relative_to(data_path("calibration").parent)),
+                        "against_shipped": host_infer.probe_check(pairs, profile_of, build),
+                        "fitted_alone": {k: fit["profile"][k] for k in ("suffix_step_s", "suffix_per_seq_s")},
+                        "fitted_at_grid_edge": fit["at_grid_edge"]})  # fmt: skip
+    return out
+
+
+def _store_host_profiles(records, profile_of) -> dict:
+    """Fit a host cost profile for every probed GPU host (vanilla + suffix:K pairs, dummy weights
+    welcome) and write them to the data dir's host_profiles.csv, which predictions then use."""
+    from advisor.atomic import write_one
+    from advisor.predict import host_infer, host_profile
+
+    path = settings().data_dir / host_profile.USER_FILE
+    from advisor.errors import AdvisorError
+
+    fitted, skipped = [], []
+    for fp, pairs in host_infer.probe_pairs(records or []).items():
+        try:
+            fitted.append(host_infer.profile_from_probes(pairs, profile_of))
+        except AdvisorError as exc:  # a probed model the catalog cannot resolve: say so, fit the others
+            skipped.append(f"host {fp[:12]}: {exc}")
+    if fitted:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_one(path, host_profile.render_rows([host_profile.HostProfile(**f["profile"]) for f in fitted]))
+    return {"file": str(path), "profiles": fitted, "skipped": skipped}
+
+
+def _print_published(pub: dict) -> None:
+    if not pub.get("available"):
+        print(f"\npublished results: {pub.get('reason')}")
+        return
+    print(f"\npublished results ({', '.join(pub['sources'])}; {pub['method']}):")
+    for m, v in pub["by_method"].items():
+        print(f"  {m}: {v['rows']} rows, median |ln(pred/pub)| {v['median_abs_log']:.3f}, 90% interval holds "
+              f"{v['coverage_90']:.0%}, median ln(pred/pub) {v['median_log_pred_over_pub']:+.3f}"
+              f" (goal <= {pub['goal']['median_abs_log']}, 80-95%: {'met' if v['meets_goal'] else 'NOT met'})")
+
+
 @app.command("calibrate")
 def calibrate_cmd(
     evaluate: bool = typer.Option(False, "--evaluate", help="Leave-one-model-out evaluation on the seed sweep, with baselines."),
@@ -171,20 +225,41 @@ def calibrate_cmd(
         res["lomo"]["product_own_build"] = evaluate_product(profile_of, observations=obs, fits=fits, rules=rules, own_build=True)
         res["gpu_steps"] = _gpu_steps(profile_of, run_eval)
         res["gpu_memory"] = _gpu_memory(profile_of)
+        from advisor.paths import data_path
+        from advisor.predict import host_infer, published
+
+        from advisor.predict import real_probes
+
+        res["published"] = published.evaluate(data_path("calibration"), profile_of)
+        res["real_probes"] = real_probes.evaluate(data_path("calibration"), profile_of)
+        res["host_profiles"] = {"seed_inferred": host_infer.infer(obs, profile_of)["best"],
+                                "profiles": [p.model_dump() for p in host_infer.hp.known()],
+                                "probe_check": _probe_check(profile_of)}
         if json_out:
             emit_json(res)
         else:
             _print_evaluation(res)
             _print_gpu_steps(res["gpu_steps"])
             _print_gpu_memory(res["gpu_memory"])
+            _print_published(res["published"])
+            rp = res["real_probes"]
+            print("\nreal-weight probes: " + (f"{rp['campaigns']} campaign(s), chosen option within 2% of the best measured "
+                  f"in {rp['chosen_within_2pct_share']:.0%}, median |ln gain error| {rp['median_abs_log_gain_error']:.3f}"
+                  if rp["available"] else rp["reason"]))
         return
     from advisor.predict.refit import refit_report
 
     records, where = _store_records()
     report = refit_report(records, profile_of, store=where)
+    report["host_profiles"] = _store_host_profiles(records, profile_of)
     if json_out:
         emit_json(report)
         return
+    for h in report["host_profiles"]["profiles"]:
+        pr = h["profile"]
+        print(f"host profile {pr['id']} ({pr['gpu']}, {pr['cpu_model']}, vLLM {pr['vllm_version']}): suffix step "
+              f"{pr['suffix_step_s'] * 1e3:.2f} ms + {pr['suffix_per_seq_s'] * 1e6:.0f} us/seq"
+              + (" (AT THE FIT GRID'S EDGE)" if h["at_grid_edge"] else "") + f" -> {report['host_profiles']['file']}")
     print(f"calibration: {report['seed_rows']} seed rows + {report['probe_rows']} probe rows ({where})")
     if not report["rows"]:
         print("  no paired suffix/vanilla probe campaigns to refit on; the shipped seed calibration stays in use")

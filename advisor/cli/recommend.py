@@ -84,9 +84,9 @@ def _print(rec, vllm) -> None:
     if rec.prediction:
         p = rec.prediction
         rows.append(("predicted gain", f"x{p.gain:.2f} [{p.gain_low:.2f}, {p.gain_high:.2f}], P(win)={p.p_win:.2f}, K̄={p.k_bar:.2f}, R={p.r:.2f}"))
-        if p.r_seed_build is not None:
-            rows.append(("step-cost ratio R", f"{p.r:.2f} with suffix-step costs MEASURED on vLLM 0.26.0 (H200), "
-                         f"{p.r_seed_build:.2f} with the seed build's ASSUMED ones; the gain is their mean"))
+        dc = p.decomposition
+        rows.append(("gain = K̄ / R x fitted", f"{dc.k_bar:.2f} / {dc.r:.2f} x {dc.fitted_factor:.2f} = "
+                     f"{dc.k_bar / dc.r * dc.fitted_factor:.2f} (host profile {p.host_profile}, match: {p.host_match})"))
         if p.measured:
             ms = p.measured
             kb = f", K̄={ms.k_bar:.2f}" if ms.k_bar else ""

@@ -53,6 +53,20 @@ def probe_records(settings) -> tuple[list | None, list[str]]:
         return [r for r in store.list_records() if r.outcome == "ok"] or None, store.skipped
 
 
+def load_user_profiles(settings) -> list:
+    """The host cost profiles ``advisor calibrate`` fitted from this user's probes (data dir), made
+    known to predictions in this process; [] when there are none or the file is unreadable."""
+    from advisor.predict import host_profile
+
+    path = settings.data_dir / host_profile.USER_FILE
+    try:
+        rows = host_profile.read_rows(path.read_text(encoding="utf-8")) if path.is_file() else []
+    except (OSError, ValueError, TypeError):
+        rows = []
+    host_profile.use_user_profiles(rows)
+    return rows
+
+
 class StorePredictor:
     """The :class:`~advisor.plan.seams.Predictor` for :func:`~advisor.plan.recommend.recommend`:
     fitted on the seed sweep plus this user's probe records (the SQLite store, when it exists), with
@@ -64,6 +78,8 @@ class StorePredictor:
         """``skipped``: rows of the store left out (named): the CLI shows them as warnings."""
         self.cache_dir: Path = settings.data_dir / "cache"
         self._seen: list[str | None] = []
+        self._cpu: list[str | None] = []
+        self.user_profiles = load_user_profiles(settings)
 
     def fingerprint(self) -> str | None:
         """This machine's host fingerprint (what a probe here records), computed at most once."""
@@ -76,9 +92,22 @@ class StorePredictor:
                 self._seen.append(None)
         return self._seen[0]
 
+    def cpu_model(self, gpu: str) -> str | None:
+        """This machine's CPU model, read only when a probed profile of ``gpu`` could match it."""
+        if not any(p.gpu.lower() == gpu.lower() for p in self.user_profiles):
+            return None
+        if not self._cpu:
+            from advisor.hardware.host import collect_host
+
+            try:
+                self._cpu.append(collect_host(self.settings).cpu.model)
+            except Exception:  # noqa: BLE001 - unknown CPU: the profile is matched by GPU and vLLM only
+                self._cpu.append(None)
+        return self._cpu[0]
+
     def __call__(self, profile: ModelProfile, host: HostContext, workload: Workload, k: int, tp: int,
                  ) -> RecommendedPrediction | None:  # fmt: skip
         from advisor.plan.predictor import predictor
 
         return predictor(profile, host, workload, k, tp, cache_dir=self.cache_dir, records=self.records,
-                         fingerprint=self.fingerprint)  # fmt: skip
+                         fingerprint=self.fingerprint, cpu_model=self.cpu_model(host.gpu))  # fmt: skip

@@ -20,6 +20,22 @@ class Band(BaseModel):
     high: float
 
 
+class Decomposition(BaseModel):
+    """gain = k_bar / r x fitted_factor (to rounding): what the mechanism says and what is fitted."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    k_bar: float
+    """Tokens emitted per verification step (measured or prior)."""
+    r: float
+    """Verification step / plain step from the step-cost model and the host profile (geometric mean
+    over the profiles used when the host is not known)."""
+    fitted_factor: float
+    """exp(δ): the fitted terms (only on the host class they were fitted on; 1 elsewhere)."""
+    sources: dict[str, str]
+    """Where each of the three numbers comes from."""
+
+
 class Prediction(BaseModel):
     """What suffix decoding (K) is predicted to do against plain decoding for one deployment."""
 
@@ -53,12 +69,17 @@ class Prediction(BaseModel):
     """Multiplicative correction the calibrated model applies to K̄ / R (exp δ)."""
     model_seen: bool
     """The model was measured in the calibration data (its own effect is used)."""
-    r_seed_build: float | None = None
-    """R with the seed build's ASSUMED suffix-step costs (the release R uses the MEASURED ones)."""
-    build_spread: float = 0.0
-    """Half the log-gain gap between the two builds' suffix-step costs, added to the interval: the
-    measured costs (vLLM 0.26 on the H200 machine's CPU; async scheduling off with suffix) and the
-    seed build's disagree, and which one a host sees depends on its vLLM and CPU."""
+    decomposition: Decomposition
+    """gain = k_bar / r x fitted_factor, with sources."""
+    host_profile: str
+    """Host cost profile(s) used (calibration/host_profiles.csv ids, comma-separated when the host is unknown)."""
+    host_match: str
+    """How the host was matched to a profile: exact, gpu+vllm, gpu, none (unknown host) or given."""
+    r_profiles: dict[str, float] = Field(default_factory=dict)
+    """R under every known host profile (the spread an unverified host carries)."""
+    host_spread: float = 0.0
+    """Half the log-gain range over the known host profiles, added to the interval unless the host
+    matched a profile exactly (or one was given)."""
     explanation: list[str]
     """Which mechanisms drive R, where K̄ came from, and what is left to calibration."""
 

@@ -36,8 +36,9 @@ def _predictor(fitted, build: str | None):
 
 def product_decision(o: Observation, profile, fitted, rules, *, own_build: bool = False) -> tuple[bool, bool, float | None]:
     """(suffix chosen, in the probe band, P(win)) of ``recommend`` for seed row ``o``: as shipped
-    (the prediction averages the release and seed builds' suffix-step costs), or with
-    ``own_build`` the costs of the build the row was measured on."""
+    (the host profile ``predict`` matches to the row's host: 8 x B200 matches the seed host's profile by
+    GPU, CPU and vLLM unverified, so the interval carries the spread of the known profiles), or with
+    ``own_build`` the profile of the host the row was measured on, given outright."""
     from advisor.domain.host import HostContext
     from advisor.plan.recommend import FLIP_OFF_BELOW, FLIP_ON_ABOVE, recommend
     from functools import partial
@@ -75,7 +76,7 @@ def evaluate_product(profile_of: ProfileFn, *, observations: list[Observation] |
     for state in STATES:
         out[state] = score(rows[state]).model_dump() | {"unsure_rows": unsure[state]}
     costs = ("the suffix-step costs of the build each row was measured on" if own_build else
-             "as shipped: the prediction averages the release and seed builds' suffix-step costs")  # fmt: skip
+             "as shipped: the host profile matched to the seed host by its GPU (CPU and vLLM unverified: interval widened by the known profiles' spread)")  # fmt: skip
     out["method"] = ("leave-one-model-out, scoring advisor recommend's own decision (bundled rules, the 0.30-0.70 "
                      "probe band around the rule's default, measured overrides, memory planner) on the seed host, "
                      f"{costs}; unsure_rows = rows in the probe band, scored as launched without --probe")  # fmt: skip

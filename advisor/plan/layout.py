@@ -246,7 +246,7 @@ def _one(p, gpu, lay, method, k, cap, base, concurrency, query, policy, suffix_g
             return cand
         if method == "suffix":
             gain, p_win, _ = sg
-            notes.append("suffix gain: K > R predictor FITTED on the seed sweep (+ this host's probes), suffix-step costs MEASURED on vLLM 0.26.0 (H200)")
+            notes.append("suffix gain: K > R predictor FITTED on the seed sweep (+ this host's probes), speculative-step cost from the host profile (calibration/host_profiles.csv)")
         else:
             gain, _, notes2 = ngram_gain(p, gpu, lay, n, context, k, sg[2])
             notes += notes2

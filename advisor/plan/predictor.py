@@ -12,7 +12,8 @@ from advisor.model.schema import ModelProfile
 
 
 def predictor(profile: ModelProfile, host: HostContext, workload: Workload, k: int, tp: int, *,
-              cache_dir: Path | None = None, records=None, fingerprint=None) -> RecommendedPrediction | None:  # fmt: skip
+              cache_dir: Path | None = None, records=None, fingerprint=None,
+              cpu_model: str | None = None) -> RecommendedPrediction | None:  # fmt: skip
     """The K > R prediction at tensor_parallel_size ``tp`` and K (None when the predictor declines,
     e.g. no data), with what probes measured for exactly this deployment
     (``measured``) and for nearly this one (``measured_near``: not used to decide)."""
@@ -20,7 +21,8 @@ def predictor(profile: ModelProfile, host: HostContext, workload: Workload, k: i
     from advisor.predict.api import predict
 
     state = None if host.dsa_enabled is None else ("ON" if host.dsa_enabled else "OFF")
-    pred = predict(profile, get_gpu(host.gpu), tp, workload, host_state=state, k=k, cache_dir=cache_dir, records=records)
+    pred = predict(profile, get_gpu(host.gpu), tp, workload, host_state=state, k=k, cache_dir=cache_dir, records=records,
+                   vllm_version=host.vllm_version, cpu_model=cpu_model)  # fmt: skip
     if pred is None:
         return None
     scope = Scope(model=profile.id, corpus=workload.corpus, k=k, gpu=host.gpu, tp=tp, concurrency=workload.concurrency)

@@ -23,6 +23,8 @@ file they come from). Units: seconds, tokens.
 
 from __future__ import annotations
 
+import math
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from advisor.domain.prediction import Band
@@ -100,10 +102,13 @@ def _moe_shared(p: ModelProfile, lay: ReplicaLayout, tokens_rank: float) -> tupl
 
 
 def decode_step(p: ModelProfile, gpu: GpuSpec, lay: ReplicaLayout, seqs: int, context: float, *,
-                tokens_per_seq: float = 1.0, spec: bool = False, draft_share: float = 0.6, k: int = 32) -> tuple[float, list[str]]:
-    """Seconds of one step of a replica running ``seqs`` sequences (per GPU), and the labelled terms added."""
+                tokens_per_seq: float = 1.0, spec: bool = False, draft_share: float = 0.6, k: int = 32,
+                method: str = "suffix", build: str = "release") -> tuple[float, list[str]]:  # fmt: skip
+    """Seconds of one step of a replica running ``seqs`` sequences (per GPU), and the labelled terms added
+    (``method`` / ``build``: whose speculative-step cost a verification step pays, advisor.predict.host_profile)."""
     c = sc.step_cost(p, gpu, lay.tp, sc.StepShape(seqs=max(1, seqs), tokens_per_seq=max(1.0, tokens_per_seq),
-                                                  context=context, spec=spec, draft_share=draft_share, k=k))  # fmt: skip
+                                                  context=context, spec=spec, draft_share=draft_share, k=k,
+                                                  method=method, build=build))  # fmt: skip
     total, notes = c.total, []
     if lay.tp > 1:
         total += TP_STEP_SYNC_S
@@ -153,18 +158,30 @@ def mtp_gain(p: ModelProfile, gpu: GpuSpec, lay: ReplicaLayout, seqs: int, conte
     return band, r, notes
 
 
-def ngram_gain(p: ModelProfile, gpu: GpuSpec, lay: ReplicaLayout, seqs: int, context: float, k: int, suffix_kbar: float) -> tuple[Band, float, list[str]]:
+def ngram_gain(p: ModelProfile, gpu: GpuSpec, lay: ReplicaLayout, seqs: int, context: float, k: int, suffix_kbar: float,
+               *, build: str | None = None) -> tuple[Band, float, list[str]]:  # fmt: skip
     """Throughput gain of n-gram prompt lookup with ``k`` drafts: tokens per step ASSUMED to be a share
-    of suffix decoding's (NGRAM_SHARE) on the same traffic, verified in a step that pays the suffix
-    step's MEASURED CPU-side costs (both propose on the CPU between steps)."""
+    of suffix decoding's (NGRAM_SHARE) on the same traffic, verified in a step that pays n-gram's own
+    speculative-step cost from the host profile (``build``; None: the profile matching ``gpu``, or the
+    geometric mean of R over the known profiles when none does)."""
+    from advisor.predict import host_profile as hp
+
     extra = max(0.0, min(suffix_kbar, 1 + k) - 1)
     lo, mid, hi = (1 + s * extra for s in NGRAM_SHARE)
     drafted = max(1.0, mid - 1)
+    builds = [build] if build else hp.match(gpu.name).profiles
     plain, _ = decode_step(p, gpu, lay, seqs, context)
-    verify, _ = decode_step(p, gpu, lay, seqs, context, tokens_per_seq=1 + min(k, drafted * 1.5), spec=True, k=k)
-    r = verify / plain
-    band = Band(value=mid / r, low=lo / r, high=hi / r)
-    notes = [f"n-gram tokens/step {mid:.2f} [{lo:.2f}, {hi:.2f}] = {NGRAM_SHARE[1]:.2f} of suffix's extra tokens (ASSUMED)"]
+    rs = []
+    for b in builds:
+        verify, _ = decode_step(p, gpu, lay, seqs, context, tokens_per_seq=1 + min(k, drafted * 1.5), spec=True, k=k,
+                                method="ngram", build=b)  # fmt: skip
+        rs.append(verify / plain)
+    r = math.exp(sum(math.log(x) for x in rs) / len(rs))
+    band = Band(value=mid / r, low=lo / max(rs), high=hi / min(rs))
+    prof = [hp.get(b) for b in builds]
+    notes = [f"n-gram tokens/step {mid:.2f} [{lo:.2f}, {hi:.2f}] = {NGRAM_SHARE[1]:.2f} of suffix's extra tokens (ASSUMED)",
+             "n-gram step cost: host profile " + ", ".join(f"{x.id} ({x.ngram_step_s * 1e3:.2f} ms + {x.ngram_per_seq_s * 1e6:.0f} us/seq)"
+                                                     for x in prof)]  # fmt: skip
     return band, r, notes
 
 

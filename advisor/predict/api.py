@@ -135,10 +135,17 @@ def predict(
     cache_dir=None,
     fitted=None,
     build: str | None = None,
+    cpu_model: str | None = None,
+    vllm_version: str | None = None,
 ) -> Prediction:
     """Predict the suffix gain for ``profile`` on ``tensor_parallel_size`` × ``gpu`` under ``workload``
-    (with ``fitted``, a given CalibratedModel, e.g. a leave-one-model-out fit, instead of the shipped one;
-    with ``build``, that build's suffix-step costs only, else the mean of both builds)."""
+    (with ``fitted``, a given CalibratedModel, e.g. a leave-one-model-out fit, instead of the shipped one).
+
+    The host's speculative-step cost comes from its host profile (advisor.predict.host_profile):
+    ``build`` names one outright; otherwise the profile matching ``gpu`` / ``cpu_model`` /
+    ``vllm_version``. A host matched only in part (or not at all) is predicted with that profile (or
+    the mean over all known ones) and its interval carries half the range over the known profiles."""
+    from advisor.predict import host_profile as hp
     from advisor.predict.calibrated import RowInputs
     from advisor.predict.explain import explain
 
@@ -147,21 +154,31 @@ def predict(
     base = RowInputs(profile=profile, gpu=gpu, tp=tensor_parallel_size, corpus=corpus, host_state=host_state or "OFF",
                      concurrency=workload.concurrency, k=k, k_bar=workload.k_bar,
                      k_bar_k=workload.k_bar_k)  # fmt: skip
+    if build is not None:
+        given = hp.get(build)
+        match = hp.HostMatch(kind="given", profiles=[given.id], note=f"host profile {given.id} (given)")
+    else:
+        match = hp.match(gpu.name, cpu_model, vllm_version)
     states = [host_state] if host_state else ["OFF", "ON"]
-    rows = [model.predict_row(base.model_copy(update={"host_state": s})) for s in states]
-    seed_rows = [model.predict_row(base.model_copy(update={"host_state": s, "build": "seed"})) for s in states]
-    mu_release = sum(r.mu for r in rows) / len(rows)
-    mu_seed = sum(r.mu for r in seed_rows) / len(seed_rows)
-    # The two builds' suffix-step costs are both evidence (stepcost.SPEC_STEP_COSTS): predict their
-    # mean and widen the interval by half their gap, so a disagreement lands in the probe band.
-    mu = (mu_release + mu_seed) / 2
-    build_spread = abs(mu_release - mu_seed) / 2
-    if build is not None:  # a known build: its own costs, no spread between builds
-        mu, build_spread = (mu_seed if build == "seed" else mu_release), 0.0
-        rows = seed_rows if build == "seed" else rows
+    known = [p.id for p in hp.known()]
+    ids = list(dict.fromkeys(match.profiles + known))
+    by_profile = {pid: [model.predict_row(base.model_copy(update={"host_state": s, "build": pid})) for s in states]
+                  for pid in ids}  # fmt: skip
+    mu_of = {pid: sum(r.mu for r in rows) / len(rows) for pid, rows in by_profile.items()}
+    used = match.profiles
+    mu = sum(mu_of[pid] for pid in used) / len(used)
+    # A host not matched exactly carries the spread of the known profiles: which one it resembles is
+    # what a probe on it would measure.
+    per_state = [[rows[i].mu for rows in by_profile.values()] for i in range(len(states))]
+    host_spread = 0.0 if match.kind in ("exact", "given") else max((max(m) - min(m)) / 2 for m in per_state)
+    rows = by_profile[used[0]]
     spread = (max(r.mu for r in rows) - min(r.mu for r in rows)) / 2
-    sigma = math.hypot(rows[0].sigma, spread, build_spread)
+    sigma = math.hypot(rows[0].sigma, spread, host_spread)
     row = rows[0]
+    k_bar = max(row.k_bar, 1.0)
+    r_eff = math.exp(sum(math.log(by_profile[pid][0].r.r) for pid in used) / len(used))
+    fitted_factor = math.exp(mu - math.log(k_bar) + math.log(r_eff))
+    applied = any(r.fitted_applied for pid in used for r in by_profile[pid])
     source = row.k_bar_source
     if workload.k_bar:
         source = f"measured ({workload.k_bar_source or 'given'})" + row.k_bar_source.removeprefix("measured")
@@ -169,6 +186,18 @@ def predict(
         source += "; trace file given without a measured K̄: run `advisor kbar` on it"
     elif workload.corpus and workload.corpus not in SEED_CORPORA:
         source += f"; corpus {workload.corpus!r} is not a seed corpus"
+    profiles_used = [hp.get(pid) for pid in used]
+    r_source = "; ".join(f"step-cost model + host profile {p.id} (suffix step {p.suffix_step_s * 1e3:.2f} ms + "
+                         f"{p.suffix_per_seq_s * 1e6:.0f} us/seq: {p.provenance.split(';')[0]})" for p in profiles_used)  # fmt: skip
+    if len(used) > 1:
+        r_source = "geometric mean over " + r_source
+    ff_source = ("fitted terms of the calibrated model (" + ", ".join(sorted(row.terms)) + f"), fitted on {', '.join(model.fitted_hosts)}"
+                 if applied else
+                 f"none: the fitted terms apply only on the host class they were fitted on ({', '.join(model.fitted_hosts)})")  # fmt: skip
+    if len(states) > 1:
+        ff_source += "; host state unknown: OFF and ON averaged"
+    from advisor.domain.prediction import Decomposition
+
     return Prediction(
         gain=round(math.exp(mu), 4),
         gain_low=round(math.exp(mu - INTERVAL_Z * sigma), 4),
@@ -176,21 +205,24 @@ def predict(
         p_win=round(_phi(mu / sigma), 4),
         k_bar=round(row.k_bar, 4),
         k_bar_source=source,
-        r=round(row.r.r, 4),
+        r=round(r_eff, 4),
         host_state=host_state,
         draft_tokens=round(row.r.draft_tokens, 3),
         context_tokens=round(row.context, 1),
         spec_graph_mode=row.r.spec.graph_mode,
         mla_prefill_ms=round(row.r.spec.t_mla_prefill * 1e3, 3),
-        calibration_shift=round(math.exp(sum(r.delta for r in rows) / len(rows)), 4),
+        calibration_shift=round(fitted_factor, 4),
         model_seen=row.model_seen,
-        r_seed_build=round(seed_rows[0].r.r, 4),
-        build_spread=round(build_spread, 4),
+        decomposition=Decomposition(k_bar=round(k_bar, 4), r=round(r_eff, 4), fitted_factor=round(fitted_factor, 4),
+                                    sources={"k_bar": source, "r": r_source, "fitted_factor": ff_source}),
+        host_profile=",".join(used),
+        host_match=match.kind,
+        r_profiles={pid: round(by_profile[pid][0].r.r, 4) for pid in ids},
+        host_spread=round(host_spread, 4),
         explanation=explain(profile, gpu, tensor_parallel_size, rows, host_state) + [
-            f"suffix-step costs: R {row.r.r:.2f} with the costs MEASURED on vLLM 0.26.0 (H200; async scheduling is off with "
-            f"suffix, so drafting and scheduling are serialised: {row.r.spec.t_spec_fixed * 1e3:.1f} ms per step + "
-            f"{row.r.spec.t_draft * 1e3:.1f} ms for {workload.concurrency} sequences), R {seed_rows[0].r.r:.2f} with the seed "
-            f"build's ASSUMED costs; the prediction is their mean, the interval widened by {build_spread:.2f} in log gain"]
+            f"host: {match.note}; R under each known profile: "
+            + ", ".join(f"{pid} {by_profile[pid][0].r.r:.2f}" for pid in ids)
+            + (f"; interval widened by {host_spread:.2f} in log gain" if host_spread else "")]
         + _extrapolation(workload, tensor_parallel_size, gpu),
     )
 

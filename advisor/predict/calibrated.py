@@ -28,6 +28,7 @@ from pydantic import BaseModel, ConfigDict
 
 from advisor.hardware.gpus import GpuSpec, get_gpu
 from advisor.model.schema import ModelProfile
+from advisor.predict import host_profile as hp
 from advisor.predict import kbar_prior as kp
 from advisor.predict.dataset import KBAR_FLOOR, Observation, ProfileFn
 from advisor.predict.stepcost import Build, RBreakdown, r_ratio
@@ -60,7 +61,7 @@ class RowInputs(BaseModel):
     k_bar_k: int | None = None
     """K at which ``k_bar`` was measured (None: at ``k``)."""
     build: Build = "release"
-    """vLLM build whose suffix-step costs apply (stepcost.SPEC_STEP_COSTS): ``seed`` for seed rows."""
+    """Host profile whose speculative-step costs apply (calibration/host_profiles.csv): ``seed`` for seed rows."""
 
 
 class RowPrediction(BaseModel):
@@ -80,6 +81,8 @@ class RowPrediction(BaseModel):
     """Calibrated correction δ (sum of terms below)."""
     terms: dict[str, float]
     model_seen: bool
+    fitted_applied: bool = True
+    """False when the host profile is not one the terms were fitted on (δ = 0 there)."""
 
 
 def overhead_share(p: ModelProfile, gpu: GpuSpec, tp: int, concurrency: int, context: float) -> float:
@@ -94,7 +97,8 @@ def population_features(p: ModelProfile, host_state: str, ov_share: float, log_r
     reasoning = 1.0 if kp.family_group(p.family) == "reasoning" else 0.0
     size = math.log(max(p.params_total_b, 0.1) / SIZE_REF_B)
     llama = 1.0 if p.arch_family == "llama" else 0.0
-    return [on * ov_share, reasoning * size, (1.0 - reasoning) * llama, log_r]
+    instruct = 1.0 if p.family == "instruct" else 0.0  # base models are their own class: no Llama-instruct term
+    return [on * ov_share, reasoning * size, instruct * llama, log_r]
 
 
 class CalibratedModel(BaseModel):
@@ -111,6 +115,10 @@ class CalibratedModel(BaseModel):
     n_obs: int
     sources: list[str]
     """What it was fitted on (``seed``, ``seed-dsa``, ``probe:<campaign>`` …, deduplicated)."""
+    fitted_hosts: list[str] = []
+    """Host profile ids the training rows were measured on: the fitted terms apply only there."""
+    features: list[str] = list(FEATURES)
+    """The population features kept (the rest are fixed at 0)."""
 
     def kbar_for(self, inputs: RowInputs) -> tuple[float, str]:
         """K̄ at ``inputs.k``: measured or the prior (at the seed's K=32), carried to this K (kbar_at_k)."""
@@ -133,18 +141,23 @@ class CalibratedModel(BaseModel):
                     draft_tokens=kp.draft_tokens(k_bar, inputs.k), context=context, k=inputs.k,
                     build=inputs.build)  # fmt: skip
         offset = math.log(max(k_bar, KBAR_FLOOR)) - math.log(r.r)
-        ov = overhead_share(p, inputs.gpu, inputs.tp, inputs.concurrency, context)
-        x = population_features(p, inputs.host_state, ov, math.log(r.r))
-        terms = {name: c * v for name, c, v in zip(FEATURES, self.coef, x)}
-        terms["intercept"] = self.intercept
         key = model_id or p.id
         seen = key in self.model_effects
-        if seen:
-            terms["model_effect"] = self.model_effects[key]
+        applied = not self.fitted_hosts or hp.get(inputs.build).id in self.fitted_hosts
+        terms: dict[str, float] = {}
+        if applied:
+            ov = overhead_share(p, inputs.gpu, inputs.tp, inputs.concurrency, context)
+            x = population_features(p, inputs.host_state, ov, math.log(r.r))
+            terms = {name: c * v for name, c, v in zip(FEATURES, self.coef, x) if name in self.features}
+            terms["intercept"] = self.intercept
+            if seen:
+                terms["model_effect"] = self.model_effects[key]
         delta = sum(terms.values())
-        sigma = math.hypot(self.sigma_residual, 0.0 if seen else self.sigma_model)
+        # Off its host class the residual and model spread still apply (the fit's evidence of what K̄/R misses).
+        sigma = math.hypot(self.sigma_residual, 0.0 if (seen and applied) else self.sigma_model)
         return RowPrediction(mu=offset + delta, sigma=max(sigma, MIN_SIGMA), k_bar=k_bar, k_bar_source=source, r=r,
-                             context=context, offset=offset, delta=delta, terms=terms, model_seen=seen)  # fmt: skip
+                             context=context, offset=offset, delta=delta, terms=terms, model_seen=seen,
+                             fitted_applied=applied)  # fmt: skip
 
 
 def inputs_for(obs: Observation, profile: ModelProfile) -> RowInputs:
@@ -153,8 +166,10 @@ def inputs_for(obs: Observation, profile: ModelProfile) -> RowInputs:
                      host_state=obs.host_state, concurrency=obs.concurrency, k=obs.k, build=obs.build)  # fmt: skip
 
 
-def fit(observations: Sequence[Observation], profile_of: ProfileFn, *, exclude_model: str | None = None) -> CalibratedModel:
-    """Fit on ``observations`` (all rows of ``exclude_model`` left out: leave-one-model-out)."""
+def fit(observations: Sequence[Observation], profile_of: ProfileFn, *, exclude_model: str | None = None,
+        features: Sequence[str] = FEATURES) -> CalibratedModel:  # fmt: skip
+    """Fit on ``observations`` (all rows of ``exclude_model`` left out: leave-one-model-out) with the
+    population ``features`` kept (the others fixed at 0: how each term's out-of-sample value is tested)."""
     import numpy as np
     from sklearn.linear_model import HuberRegressor
 
@@ -175,6 +190,7 @@ def fit(observations: Sequence[Observation], profile_of: ProfileFn, *, exclude_m
         pred = shell.predict_row(inputs, model_id=o.model)
         ov = overhead_share(p, inputs.gpu, o.tp, o.concurrency, pred.context)
         x = population_features(p, o.host_state, ov, math.log(pred.r.r))
+        x = [v if name in features else 0.0 for name, v in zip(FEATURES, x)]
         rows.append(x + [1.0 if o.model == m else 0.0 for m in models])
         ys.append(math.log(o.gain) - pred.offset)
     X, y = np.asarray(rows), np.asarray(ys)
@@ -188,4 +204,5 @@ def fit(observations: Sequence[Observation], profile_of: ProfileFn, *, exclude_m
         priors=priors, coef=[float(c) for c in reg.coef_[:n]], intercept=float(reg.intercept_),
         model_effects=effects, sigma_residual=sigma_res, sigma_model=sigma_model, n_obs=len(train),
         sources=sorted({o.source.split(":")[0] if o.source.startswith("seed") else o.source for o in train}),
+        fitted_hosts=sorted({hp.get(o.build).id for o in train}), features=[f for f in FEATURES if f in features],
     )  # fmt: skip

@@ -252,7 +252,7 @@ def evaluate(calibration_dir: Path, profile_for: ProfileFn) -> dict:
     points = [pt for pt in loaded if pt.agrees]
     excluded = [pt for pt in loaded if not pt.agrees]
     shipped = predict_points(points, profiles)
-    before = predict_points(points, profiles, constants=sc.SPEC_STEP_COSTS["seed"])
+    before = predict_points(points, profiles, constants=(0.0, sc.DRAFT_CPU_S_PER_SEQ_ASSUMED))
     lomo = _held_out(points, profiles, key=lambda pt: pt.model)
     loco = _held_out(points, profiles, key=lambda pt: pt.concurrency)
     models = sorted(profiles)

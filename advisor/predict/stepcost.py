@@ -13,12 +13,11 @@ FLOPs, seconds.
 
 from __future__ import annotations
 
-from typing import Literal
-
 from pydantic import BaseModel, ConfigDict, Field
 
 from advisor.hardware.gpus import GpuSpec
 from advisor.model.schema import ModelProfile
+from advisor.predict import host_profile as _hp
 from advisor.predict import mechanisms as mech
 
 # Measured on an H200 (scripts/measure_layer_cost.py → calibration/layer_cost/h200_ctx2048.json,
@@ -78,24 +77,12 @@ figure of ``calibrate --evaluate``'s GPU-step section; not used to predict)."""
 # GPU->CPU copy of the sampled ids and the drafting before the next step is scheduled
 # (gpu_model_runner.py propose_draft_token_ids, ``method == "suffix"`` branch), and the rejection
 # sampler (vllm/v1/sample/rejection_sampler.py) runs over every drafted position.
-SPEC_STEP_FIXED_S = 3.75e-3
-"""MEASURED (fitted to the H200 grid): per-step cost of a suffix-decoding step over a plain one,
-independent of the batch (serialised drafting, rejection sampler launch, draft bookkeeping)."""
-SPEC_STEP_PER_SEQ_S = 120e-6
-"""MEASURED (fitted to the H200 grid): per-sequence cost of a suffix-decoding step (drafting loop,
-suffix-tree update and lookup, per-request rejection-sampler and scheduler work)."""
-SPEC_STEP_COSTS = {
-    "release": (SPEC_STEP_FIXED_S, SPEC_STEP_PER_SEQ_S),
-    "seed": (0.0, DRAFT_CPU_S_PER_SEQ_ASSUMED),
-}
-"""(per-step, per-sequence) suffix-step costs by vLLM build. ``release``: MEASURED on vLLM 0.26.0
-(the values above), used for every prediction about a vLLM release. ``seed``: the seed write-up's
-1.7.dev build on the 8xB200 host, never measured step by step; its rows are evaluated with the
-ASSUMED values the seed calibration was built on. Applying the release values to the seed rows
-lowers leave-one-model-out from 0.99 / 0.97 to 0.95 / 0.92 (``calibrate --evaluate``,
-``gpu_steps.release_physics_on_seed``): that build's verification overhead did not look like 0.26's
-on this host, or it depends on the host's CPU; a probe on the user's host decides."""
-Build = Literal["release", "seed"]
+SPEC_STEP_FIXED_S, SPEC_STEP_PER_SEQ_S = _hp.spec_costs("release", "suffix")
+"""MEASURED (fitted to the H200 grid, calibration/host_profiles.csv row ``h200-vllm0.26.0``): per-step
+and per-sequence cost of a suffix-decoding step over a plain one on that host (serialised drafting,
+rejection sampler launch, draft bookkeeping; suffix-tree update and lookup per request)."""
+Build = str
+"""A host profile id or alias (advisor.predict.host_profile): whose speculative-step costs apply."""
 LOGIT_BYTES = 4
 """fp32 logits, written by the LM head and read by the (rejection) sampler."""
 MLA_DEFAULT_DIMS = {"qk_nope": 128, "qk_rope": 64, "v_head": 128}
@@ -127,7 +114,9 @@ class StepShape(BaseModel):
     k: int = Field(default=32, ge=1)
     """num_speculative_tokens (sets vLLM's CUDA-graph capture sizes)."""
     build: Build = "release"
-    """Which vLLM build's suffix-step costs apply (SPEC_STEP_COSTS)."""
+    """Which host profile's speculative-step costs apply (calibration/host_profiles.csv)."""
+    method: _hp.Method = "suffix"
+    """The CPU proposer (suffix decoding or n-gram): each has its own step cost in the profile."""
 
 
 class StepCost(BaseModel):
@@ -149,9 +138,9 @@ class StepCost(BaseModel):
     t_launch: float
     t_fixed: float
     t_draft: float
-    """Per-sequence suffix-step cost (SPEC_STEP_PER_SEQ_S x sequences; 0 without speculation)."""
+    """Per-sequence speculative-step cost (the host profile's, x sequences; 0 without speculation)."""
     t_spec_fixed: float
-    """Per-step suffix-step cost (SPEC_STEP_FIXED_S; 0 without speculation)."""
+    """Per-step speculative-step cost (the host profile's; 0 without speculation)."""
     t_mla_prefill: float
     """Part of the roofline caused by MLA's prefill-path fallback (included in t_roofline)."""
     graph_mode: str
@@ -276,7 +265,7 @@ def step_cost(p: ModelProfile, gpu: GpuSpec, tp: int, s: StepShape) -> StepCost:
     if s.spec and s.tokens_per_seq > 1:
         # The release build's capture cap is the targeted vLLM's (1024 on sm_100 since 0.32); the seed
         # build's is not known and stays at the 512 its rows were fitted with.
-        sm100 = s.build == "release" and mech.gpu_arch(gpu.name) == "sm100"
+        sm100 = _hp.get(s.build).id != _hp.get("seed").id and mech.gpu_arch(gpu.name) == "sm100"
         mode = mech.spec_step_graph_mode(tokens, support, k=s.k, sm100=sm100)
     else:
         mode = mech.plain_step_graph_mode(support, spec_enabled=s.spec)
@@ -299,7 +288,7 @@ def step_cost(p: ModelProfile, gpu: GpuSpec, tp: int, s: StepShape) -> StepCost:
     t_pf = max(pf_bytes / (bw * KV_MEM_EFFICIENCY), pf_flops / attn_peak) if pf_bytes else 0.0
     t_ar = allreduce_time(p, gpu, tokens, tp)
     t_launch = launch_time(p, mode)
-    per_step, per_seq = SPEC_STEP_COSTS[s.build]
+    per_step, per_seq = _hp.spec_costs(s.build, s.method)
     t_draft = per_seq * s.seqs if s.spec else 0.0
     t_spec_fixed = per_step if s.spec else 0.0
     total = t_base + t_pf + t_ar + t_launch + STEP_FIXED_S + t_draft + t_spec_fixed
@@ -339,23 +328,23 @@ def _profile_key(p: ModelProfile) -> tuple:
 
 def r_ratio(
     p: ModelProfile, gpu: GpuSpec, tp: int, *, concurrency: int, draft_tokens: float, context: float,
-    draft_share: float = 0.6, k: int = 32, build: Build = "release",
+    draft_share: float = 0.6, k: int = 32, build: Build = "release", method: _hp.Method = "suffix",
 ) -> RBreakdown:  # fmt: skip
     """R for ``concurrency`` sequences verifying ``draft_tokens`` drafted tokens each on average (memoised)."""
     key = (_profile_key(p), gpu.name, gpu.bandwidth_tbs, gpu.bf16_tflops, gpu.fp8_tflops, gpu.interconnect_gbs, tp,
-           concurrency, round(draft_tokens, 4), round(context, 1), round(draft_share, 4), k, build)  # fmt: skip
+           concurrency, round(draft_tokens, 4), round(context, 1), round(draft_share, 4), k, build, method)  # fmt: skip
     hit = _R_CACHE.get(key)
     if hit is None:
-        hit = _R_CACHE[key] = _r_ratio(p, gpu, tp, concurrency, draft_tokens, context, draft_share, k, build)
+        hit = _R_CACHE[key] = _r_ratio(p, gpu, tp, concurrency, draft_tokens, context, draft_share, k, build, method)
     return hit
 
 
 def _r_ratio(p: ModelProfile, gpu: GpuSpec, tp: int, concurrency: int, draft_tokens: float, context: float,
-             draft_share: float, k: int, build: Build = "release") -> RBreakdown:  # fmt: skip
+             draft_share: float, k: int, build: Build = "release", method: _hp.Method = "suffix") -> RBreakdown:  # fmt: skip
     plain = step_cost(p, gpu, tp, StepShape(seqs=concurrency, tokens_per_seq=1, context=context, k=k))
     spec = step_cost(
         p, gpu, tp,
         StepShape(seqs=concurrency, tokens_per_seq=1 + draft_tokens, context=context, spec=True, draft_share=draft_share, k=k,
-                  build=build),
+                  build=build, method=method),
     )  # fmt: skip
     return RBreakdown(r=spec.total / plain.total, plain=plain, spec=spec, draft_tokens=draft_tokens)

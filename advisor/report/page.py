@@ -17,16 +17,17 @@ TEMPLATE = "report.html.j2"
 
 
 def _rec_point(prediction: RecommendedPrediction | None) -> dict | None:
-    """The recommendation on the K–R plane. Its gain is the mean in log of two predictions, one per
-    build's suffix-step costs (R measured on vLLM 0.26 and R with the seed build's costs), so it is
-    drawn at their geometric-mean R, at K̄ = gain × R (where the seed rows sit: their K̄ is implied the
-    same way) with the 90 % interval; ``r_low``/``r_high`` span the two builds' R."""
+    """The recommendation on the K–R plane, drawn at its R (the host profile's, or the geometric mean
+    over the known profiles for an unknown host), at K̄ = gain × R (where the seed rows sit: their K̄
+    is implied the same way) with the 90 % interval; ``r_low``/``r_high`` span R over the known host
+    profiles (``r_release``: the measured H200 profile, ``r_seed``: the seed host's)."""
     if not prediction:
         return None
-    r_rel = prediction.r
-    r_seed = prediction.r_seed_build or r_rel
-    r = math.sqrt(r_rel * r_seed)
-    return {"r": r, "r_low": min(r_rel, r_seed), "r_high": max(r_rel, r_seed), "r_release": r_rel, "r_seed": r_seed,
+    rs = prediction.r_profiles or {"": prediction.r}
+    r_rel = rs.get("h200-vllm0.26.0", prediction.r)
+    r_seed = rs.get("seed-b200", prediction.r)
+    r = prediction.r
+    return {"r": r, "r_low": min(rs.values()), "r_high": max(rs.values()), "r_release": r_rel, "r_seed": r_seed,
             "k_bar": prediction.k_bar, "k_eff": prediction.gain * r, "k_low": prediction.gain_low * r,
             "k_high": prediction.gain_high * r, "host_state": prediction.host_state}  # fmt: skip
 

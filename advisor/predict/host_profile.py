@@ -1,0 +1,173 @@
+"""Host cost profiles: the host work a speculative step serialises, per (GPU, CPU model, vLLM version).
+
+A verification step with a CPU proposer (suffix decoding, n-gram) waits for the sampled ids to come
+back to the CPU, drafts there and only then schedules the next step (async scheduling is off for
+both: vllm/config/vllm.py, advisor.vllm_facts ``async_scheduling_with_suffix``). What that costs is
+a property of the host (its CPU, its vLLM build), not of the model: each profile holds it as
+``per-step + per-sequence x sequences`` seconds, one pair per method, in
+``calibration/host_profiles.csv`` with its provenance (MEASURED, INFERRED or ASSUMED) and source.
+
+A prediction uses the profile of the user's host when the fingerprint matches one
+(:func:`match`); otherwise every known profile, their spread in the interval, and the probe
+command that measures this host. Pure: reads the shipped CSV once.
+"""
+
+from __future__ import annotations
+
+import csv
+from functools import lru_cache
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from advisor.errors import DataError
+
+PROFILES_FILE = "host_profiles.csv"
+Method = Literal["suffix", "ngram"]
+MatchKind = Literal["exact", "gpu+vllm", "gpu", "none", "given"]
+PROBE_HINT = ("advisor probe MODEL --configs vanilla,suffix:32 --dummy-weights --duration 120  "
+              "(a few minutes on this host: measures its verification-step cost; `advisor calibrate` stores it)")  # fmt: skip
+"""What measures an unknown host's profile (docs/probe.md)."""
+
+
+class HostProfile(BaseModel):
+    """The serialised host work of one host's speculative steps."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    aliases: str = ""
+    """Space-separated other names (``release``: the measured vLLM-release profile; ``seed``: the seed host)."""
+    gpu: str
+    cpu_model: str
+    vllm_version: str
+    suffix_step_s: float
+    suffix_per_seq_s: float
+    ngram_step_s: float
+    ngram_per_seq_s: float
+    provenance: str
+    source: str
+
+    def costs(self, method: Method = "suffix") -> tuple[float, float]:
+        """(per-step, per-sequence) seconds a ``method`` verification step adds over a plain step."""
+        return (self.suffix_step_s, self.suffix_per_seq_s) if method == "suffix" else (self.ngram_step_s, self.ngram_per_seq_s)
+
+
+class HostMatch(BaseModel):
+    """Which profiles a prediction for a host uses, and why."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: MatchKind
+    profiles: list[str]
+    """Profile ids (one for a match, all known for ``none``)."""
+    note: str
+
+
+_REGISTERED: dict[str, HostProfile] = {}
+_USER: dict[str, HostProfile] = {}
+USER_FILE = "host_profiles.csv"
+"""The file ``advisor calibrate`` writes in the data dir: profiles measured by probes on the user's hosts."""
+FIELDS = ("id", "aliases", "gpu", "cpu_model", "vllm_version", "suffix_step_s", "suffix_per_seq_s", "ngram_step_s",
+          "ngram_per_seq_s", "provenance", "source")  # fmt: skip
+
+
+def register(profile: HostProfile) -> None:
+    """Add a profile for this process (a candidate being scored by advisor.predict.host_infer)."""
+    _REGISTERED[profile.id] = profile
+
+
+def profiles() -> tuple[HostProfile, ...]:
+    """The shipped profiles, the user's (load_user) and any registered in this process."""
+    return _shipped() + tuple(_USER.values()) + tuple(_REGISTERED.values())
+
+
+def read_rows(text: str) -> list[HostProfile]:
+    """Profiles of a host_profiles.csv text."""
+    import io
+
+    return [HostProfile(**row) for row in csv.DictReader(io.StringIO(text))]
+
+
+def render_rows(rows: list[HostProfile]) -> str:
+    """host_profiles.csv text of ``rows``."""
+    import io
+
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=FIELDS, lineterminator="\n")
+    w.writeheader()
+    for r in rows:
+        w.writerow(r.model_dump())
+    return buf.getvalue()
+
+
+def use_user_profiles(rows: list[HostProfile]) -> None:
+    """Make the user's probed profiles known to predictions in this process (the CLI edge reads the file)."""
+    _USER.clear()
+    _USER.update({r.id: r for r in rows})
+
+
+@lru_cache(maxsize=1)
+def _shipped() -> tuple[HostProfile, ...]:
+    """calibration/host_profiles.csv."""
+    from advisor.paths import data_path
+
+    path = data_path("calibration") / PROFILES_FILE
+    try:
+        with path.open(newline="") as fh:
+            return tuple(HostProfile(**row) for row in csv.DictReader(fh))
+    except OSError as exc:
+        raise DataError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    except (TypeError, ValueError) as exc:
+        raise DataError(f"{path}: invalid row: {exc}") from None
+
+
+def get(name: str) -> HostProfile:
+    """The profile called ``name`` (its id or an alias)."""
+    for p in profiles():
+        if name == p.id or name in p.aliases.split():
+            return p
+    raise DataError(f"calibration/{PROFILES_FILE} has no host profile {name!r}")
+
+
+def spec_costs(name: str, method: Method = "suffix") -> tuple[float, float]:
+    return get(name).costs(method)
+
+
+def _norm(s: str | None) -> str:
+    return (s or "").strip().lower()
+
+
+def _line(version: str | None) -> str:
+    """``0.26.0`` and ``0.26`` alike -> ``0.26`` (a vLLM line)."""
+    return ".".join(_norm(version).split(".")[:2])
+
+
+def known() -> tuple[HostProfile, ...]:
+    """The profiles a prediction for a user may use: the user's probed hosts first, then the shipped ones."""
+    return tuple(_USER.values()) + _shipped()
+
+
+def match(gpu: str, cpu_model: str | None = None, vllm_version: str | None = None) -> HostMatch:
+    """The profiles for a host: the one whose GPU, CPU model and vLLM version all match; else one of
+    the same GPU and vLLM version; else one of the same GPU (CPU and vLLM unverified); else all."""
+    known = list(_USER.values()) + list(_shipped())
+    same_gpu = [p for p in known if _norm(p.gpu) == _norm(gpu)]
+    exact = [p for p in same_gpu if cpu_model and _norm(p.cpu_model) == _norm(cpu_model)
+             and vllm_version and _line(p.vllm_version) == _line(vllm_version)]  # fmt: skip
+    if exact:
+        return HostMatch(kind="exact", profiles=[exact[0].id], note=f"host profile {exact[0].id} ({exact[0].provenance.split(';')[0]})")
+    same_v = [p for p in same_gpu if vllm_version and _line(p.vllm_version) == _line(vllm_version)]
+    if same_v:
+        return HostMatch(kind="gpu+vllm", profiles=[same_v[0].id],
+                         note=f"host profile {same_v[0].id}: same GPU and vLLM, CPU not verified")  # fmt: skip
+    if same_gpu:
+        p = same_gpu[0]
+        return HostMatch(kind="gpu", profiles=[p.id],
+                         note=f"host profile {p.id} (the known {p.gpu} host: {p.cpu_model}, vLLM {p.vllm_version}); "
+                              f"this host's CPU and vLLM are not verified, so the interval carries the spread "
+                              f"of the known profiles; measure it: {PROBE_HINT}")  # fmt: skip
+    ids = [p.id for p in _shipped()]
+    return HostMatch(kind="none", profiles=ids,
+                     note=f"no host profile for {gpu}: the prediction spans the known profiles ({', '.join(ids)}) "
+                          f"and the interval their spread; measure this host: {PROBE_HINT}")  # fmt: skip

@@ -1,0 +1,182 @@
+"""Host cost profiles (advisor/predict/host_profile.py), the seed host's inferred profile, the
+gain decomposition, n-gram's own step cost and the published-results evaluation."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from advisor.domain.workload import Workload
+from advisor.hardware.gpus import get_gpu
+from advisor.model.load import load_profile
+from advisor.predict import host_profile as hp
+from advisor.predict import stepcost as sc
+from advisor.predict.api import predict
+
+LLAMA_8B = "meta-llama/Llama-3.1-8B-Instruct"
+
+
+def test_seed_profile_is_what_the_seed_rows_imply():
+    """The shipped seed-b200 suffix cost is the grid point host_infer picks from the seed rows (not by hand)."""
+    from advisor.predict.dataset import default_profile_of, seed_observations
+    from advisor.predict.host_infer import infer
+
+    best = infer(seed_observations(replicates=True), default_profile_of())["best"]
+    seed = hp.get("seed")
+    assert (seed.suffix_step_s, seed.suffix_per_seq_s) == (best["suffix_step_s"], best["suffix_per_seq_s"])
+    # and the H200 row is the grid's measurement (gpu_steps refits it; test_gpu_steps checks that)
+    assert hp.spec_costs("release") == (sc.SPEC_STEP_FIXED_S, sc.SPEC_STEP_PER_SEQ_S) == (3.75e-3, 120e-6)
+
+
+def test_match_by_fingerprint_then_gpu_then_none():
+    h200 = hp.get("release")
+    exact = hp.match("H200", h200.cpu_model, "0.26.0")
+    assert exact.kind == "exact" and exact.profiles == [h200.id]
+    assert hp.match("H200", "AMD EPYC", "0.26.1").kind == "gpu+vllm"
+    part = hp.match("B200", None, "0.32")
+    assert part.kind == "gpu" and part.profiles == ["seed-b200"] and "advisor probe" in part.note
+    none = hp.match("H100")
+    assert none.kind == "none" and set(none.profiles) == {p.id for p in hp.known()} and "advisor probe" in none.note
+
+
+def test_unknown_host_spans_the_known_profiles_and_names_the_probe():
+    p = load_profile(LLAMA_8B)
+    w = Workload(corpus="sharegpt", concurrency=32)
+    unknown = predict(p, get_gpu("H100"), 8, w, host_state="OFF")
+    given = {b: predict(p, get_gpu("H100"), 8, w, host_state="OFF", build=b) for b in ("seed", "release")}
+    assert unknown.host_match == "none" and unknown.host_spread > 0.1
+    mid = math.sqrt(given["seed"].gain * given["release"].gain)
+    assert unknown.gain == pytest.approx(mid, rel=0.01)
+    assert given["seed"].host_spread == 0.0 and given["seed"].host_match == "given"
+    assert any("advisor probe" in line for line in unknown.explanation)
+    assert unknown.gain_high / unknown.gain_low > given["seed"].gain_high / given["seed"].gain_low
+
+
+@pytest.mark.parametrize("gpu,tp,corpus,state", [("B200", 8, "humaneval", "OFF"), ("H200", 1, "sharegpt", None),
+                                                 ("H100", 4, "mix", "ON"), ("B200", 8, None, None)])
+def test_decomposition_multiplies_to_the_gain(gpu, tp, corpus, state):
+    p = load_profile(LLAMA_8B)
+    pred = predict(p, get_gpu(gpu), tp, Workload(corpus=corpus, concurrency=16), host_state=state)
+    d = pred.decomposition
+    assert d.k_bar / d.r * d.fitted_factor == pytest.approx(pred.gain, rel=0.01)
+    assert set(d.sources) == {"k_bar", "r", "fitted_factor"} and pred.r == d.r
+
+
+def test_fitted_terms_apply_only_on_their_host_class():
+    """The calibrated terms were fitted on the seed host's rows: on the measured H200 profile the
+    gain is K̄ / R alone; on the seed host they apply."""
+    p = load_profile(LLAMA_8B)
+    w = Workload(corpus="sharegpt", concurrency=32)
+    on_h200 = predict(p, get_gpu("H200"), 1, w, host_state="OFF", build="release")
+    on_seed = predict(p, get_gpu("B200"), 8, w, host_state="OFF", build="seed")
+    assert on_h200.decomposition.fitted_factor == pytest.approx(1.0, abs=1e-4)
+    assert "none" in on_h200.decomposition.sources["fitted_factor"]
+    assert abs(math.log(on_seed.decomposition.fitted_factor)) > 0.01
+
+
+def test_base_models_do_not_get_the_llama_instruct_term():
+    from advisor.predict.calibrated import FEATURES, population_features
+
+    p = load_profile(LLAMA_8B)
+    i = FEATURES.index("instruct_x_llama")
+    assert population_features(p, "OFF", 0.1, 0.2)[i] == 1.0
+    assert population_features(p.model_copy(update={"family": "base"}), "OFF", 0.1, 0.2)[i] == 0.0
+
+
+def test_ngram_pays_its_own_step_cost():
+    p = load_profile(LLAMA_8B)
+    gpu = get_gpu("H200")
+    shape = dict(seqs=32, tokens_per_seq=3, context=1000, spec=True, k=4)
+    suffix = sc.step_cost(p, gpu, 1, sc.StepShape(**shape))
+    ngram = sc.step_cost(p, gpu, 1, sc.StepShape(**shape, method="ngram"))
+    prof = hp.get("release")
+    assert suffix.t_draft == pytest.approx(prof.suffix_per_seq_s * 32)
+    assert ngram.t_draft == pytest.approx(prof.ngram_per_seq_s * 32) and ngram.t_draft < suffix.t_draft
+    assert ngram.t_spec_fixed == prof.ngram_step_s
+
+
+def test_published_rows_are_sourced_and_evaluated(tmp_path):
+    from advisor.paths import data_path
+    from advisor.predict import published
+    from advisor.predict.dataset import default_profile_of
+
+    rows = published.load(data_path("calibration"))
+    assert rows and all(r.url.startswith("https://") and r.quote and r.assumed for r in rows)
+    assert all(str(r.value).rstrip("0").rstrip(".") in r.quote.replace("x", "").replace("–", " ") or r.value == 1.0 for r in rows)
+    out = published.evaluate(data_path("calibration"), default_profile_of())
+    assert out["available"] and {"suffix", "suffix_over_ngram"} <= set(out["by_method"])
+    assert all(0 <= v["coverage_90"] <= 1 and v["rows"] > 0 for v in out["by_method"].values())
+    assert published.evaluate(tmp_path, default_profile_of())["available"] is False
+
+
+def test_seed_host_recommendation_agrees_with_the_seed_rows(run_cli):
+    """Every seed row of Qwen2.5-32B-Instruct at host state OFF has suffix winning by x1.5 or more;
+    recommend on that host class turns suffix on."""
+    code, out, err = run_cli("recommend", "Qwen/Qwen2.5-32B-Instruct", "--gpu", "B200", "--gpus", "8", "--json")
+    assert code == 0, err
+    rec = json.loads(out)
+    assert rec["decision"]["speculative_method"] == "suffix"
+    assert rec["prediction"]["host_profile"] == "seed-b200" and rec["prediction"]["gain"] > 1.0
+
+
+def test_calibrate_fits_and_stores_a_probed_hosts_profile(tmp_path, run_cli):
+    """A --dummy-weights vanilla + suffix:32 probe on a GPU host (the shipped H200 campaign) is enough
+    for `advisor calibrate` to fit that host's profile (R = tokens per step / gain), store it in the
+    data dir, and for predictions on that fingerprint to use it."""
+    import shutil
+
+    from advisor.cli.wiring import load_user_profiles
+    from advisor.paths import data_path
+    from advisor.settings import Settings
+
+    src = data_path("calibration") / "gpu_probes" / "h200-vllm0.26.0" / "probes.sqlite"
+    data = tmp_path / "data"
+    data.mkdir()
+    shutil.copy(src, data / "probes.sqlite")
+    try:
+        code, out, err = run_cli("--data-dir", str(data), "calibrate", "--json")
+        assert code == 0, err
+        rep = json.loads(out)["host_profiles"]
+        (fit,) = rep["profiles"]
+        prof = fit["profile"]
+        assert prof["gpu"] == "H200" and prof["vllm_version"] == "0.26.0" and "MEASURED by advisor probe" in prof["provenance"]
+        (pair,) = fit["pairs"]
+        assert pair["r_fitted"] == pytest.approx(pair["r_measured"], rel=0.03)
+        rows = load_user_profiles(Settings(data_dir=data))
+        assert [r.id for r in rows] == [prof["id"]]
+        m = hp.match("H200", prof["cpu_model"], "0.26.0")
+        assert m.kind == "exact" and m.profiles == [prof["id"]]
+        p = predict(load_profile(LLAMA_8B), get_gpu("H200"), 1, Workload(corpus="sharegpt", concurrency=32),
+                    host_state="OFF", cpu_model=prof["cpu_model"], vllm_version="0.26.0")
+        assert p.host_profile == prof["id"] and p.host_spread == 0.0
+    finally:
+        hp.use_user_profiles([])
+
+
+def test_real_probe_evaluation_scores_the_chosen_option(tmp_path):
+    """Evaluation (b) reads records.jsonl under calibration/, asks the predictor for each option
+    without the measured K̄, and scores the chosen one against the best measured."""
+    from advisor.predict import real_probes
+    from advisor.predict.dataset import default_profile_of
+    from advisor.probe.record import ProbeRecord
+
+    cal = tmp_path / "calibration" / "gpu_real" / "h200"
+    cal.mkdir(parents=True)
+    base = dict(campaign_id="c-test", model=LLAMA_8B, outcome="ok", gpu="H200", gpus=1, corpus="sharegpt",
+                concurrency=8, vllm_version="0.26.0", host_fingerprint="f" * 64, started_at="2026-12-01T00:00:00+00:00")
+    recs = [ProbeRecord(**base, config="vanilla", throughput_tok_s=1000.0),
+            ProbeRecord(**base, config="suffix:32", throughput_tok_s=900.0, tokens_per_step=1.6),
+            ProbeRecord(**base, config="ngram:4", throughput_tok_s=1100.0, tokens_per_step=1.4),
+            ProbeRecord(**{**base, "campaign_id": "c-dummy"}, config="vanilla", throughput_tok_s=1.0, weights="dummy")]
+    (cal / "records.jsonl").write_text("".join(r.model_dump_json() + "\n" for r in recs))
+    out = real_probes.evaluate(tmp_path / "calibration", default_profile_of())
+    assert out["available"] and out["campaigns"] == 1
+    (row,) = out["rows"]
+    assert row["options"]["vanilla"] == {"predicted": 1.0, "measured": 1.0}
+    assert row["options"]["ngram:4"]["measured"] == 1.1 and row["options"]["suffix:32"]["measured"] == 0.9
+    best = max(o["measured"] for o in row["options"].values())
+    assert row["chosen_frac"] == pytest.approx(row["options"][row["chosen"]]["measured"] / best, rel=1e-3)
+    assert row["within_2pct"] == (row["chosen"] == "ngram:4")
+    assert not real_probes.evaluate(tmp_path / "nothing", default_profile_of())["available"]
