@@ -56,6 +56,7 @@ def probe_cmd(
     campaign: str = typer.Option(None, "--campaign", help="Campaign id to record under (default: derived from the settings, so reruns resume)."),
     retry_failed: bool = typer.Option(False, "--retry-failed", help="Probe again configurations whose earlier record failed."),
     dummy_weights: bool = typer.Option(False, "--dummy-weights", help="Serve random weights (vLLM's --load-format dummy), e.g. on a GPU host without the checkpoint: the records measure step cost, memory and boot time, and say so (weights: dummy); the predictor never learns K̄ from them. The model directory needs only config.json and a tokenizer whose vocabulary fits the config's vocab_size."),
+    save_responses: str = typer.Option(None, "--save-responses", help="Keep the model's own outputs (text and vLLM's token ids) of every configuration probed in this JSON Lines file; `advisor kbar --corpus FILE` and `recommend --corpus FILE` replay them.", show_default=False),
     json_out: bool = JsonOpt,
 ) -> None:
     """Probe MODEL with each configuration on a real vLLM server and record throughput, K̄ and R.
@@ -104,6 +105,7 @@ def probe_cmd(
         spec = CampaignSpec(
             model=model, corpus=corpus, configs=parse_configs(configs), load=load, base=base, server_cmd=server_cmd,
             extra_args=extra, api=api, campaign=campaign, boot_timeout_s=boot_timeout, retry_failed=retry_failed,
+            save_responses=save_responses,
         )  # fmt: skip
     except ValidationError as exc:
         first = exc.errors()[0]
@@ -118,9 +120,13 @@ def probe_cmd(
             "probed": [r.config for r in result.probed],
             "skipped": [r.config for r in result.skipped],
             "records": [r.model_dump(mode="json", exclude={"host"}) for r in result.records],
+            "responses": save_responses,
         })  # fmt: skip
         return
     vanilla = next((r.throughput_tok_s for r in result.records if r.config == "vanilla" and r.outcome == "ok"), None)
     print(f"campaign {result.campaign_id} ({len(result.probed)} probed, {len(result.skipped)} already done), store {store}")
     for rec in result.records:
         print(f"  {summary_line(rec, vanilla)}")
+    if save_responses:
+        print(f"the model's own outputs: {save_responses} (replay them: advisor kbar --corpus {shlex.quote(save_responses)} "
+              f"--tokenizer {shlex.quote(model)})")  # fmt: skip

@@ -30,16 +30,26 @@ def workload_for(corpus: str | None, concurrency: int, tokenizer: str, k: int, *
         raise UsageError(f"--corpus {corpus!r} is neither a seed corpus ({', '.join(SEED_CORPORA)}) nor a file")
     from advisor.kbar.estimate import estimate_kbar
 
+    from advisor.kbar.ngram import DEFAULT_NGRAM_K
+
     # No early stop: a still-warming shared cache biases an early K̄ low (docs/kbar.md).
     result = estimate_kbar(path, tokenizer, k=k, allow_fallback=allow_fallback, on_progress=on_progress)
+    # n-gram drafts from each request's own tokens: one replay, at the advisor's n-gram K and vLLM's lookup window.
+    ngram = estimate_kbar(path, tokenizer, k=DEFAULT_NGRAM_K, method="ngram", allow_fallback=allow_fallback)
     notes = []
     if result.tokenizer_fallback:
         notes.append(f"K̄ of {path.name} was measured with a substituted tokenizer: {result.tokenizer} "
                      f"({tokenizer!r} could not be loaded); pass --tokenizer for the model's own")  # fmt: skip
+    what = (f"the model's own outputs in {path.name}" + (f" (configuration {result.replayed_config})" if result.replayed_config else "")
+            if result.own_outputs else f"the recorded responses in {path.name}")  # fmt: skip
+    lookup = f"prompt_lookup {ngram.params['prompt_lookup_min']}-{ngram.params['prompt_lookup_max']}"
     return Workload(
         corpus=str(path), corpus_is_file=True, concurrency=concurrency, notes=notes,
-        k_bar=result.tokens_per_step, k_bar_k=k,
-        k_bar_source=f"measured on {path.name} ({result.requests} requests, advisor kbar, tokenizer {result.tokenizer})",
+        k_bar=result.tokens_per_step, k_bar_k=k, k_bar_own_outputs=result.own_outputs,
+        k_bar_source=f"measured on {what} ({result.requests} requests, advisor kbar at concurrency {concurrency}, "
+                     f"tokenizer {result.tokenizer})",
+        k_bar_ngram=ngram.tokens_per_step, k_bar_ngram_k=DEFAULT_NGRAM_K,
+        k_bar_ngram_source=f"n-gram K={DEFAULT_NGRAM_K}, {lookup}, replayed on {what} ({ngram.requests} requests, advisor kbar)",
     )  # fmt: skip
 
 

@@ -23,3 +23,12 @@ class Workload(BaseModel):
     """What was substituted or assumed while measuring the traffic (e.g. the tokenizer)."""
     k_bar_k: int | None = Field(default=None, ge=1)
     """num_speculative_tokens ``k_bar`` was measured at (None: at the K predicted for)."""
+    k_bar_own_outputs: bool = False
+    """True: ``k_bar`` (and ``k_bar_ngram``) replayed the model's own outputs (a generation file,
+    e.g. ``advisor probe --save-responses``), not reference responses someone else wrote."""
+    k_bar_ngram: float | None = Field(default=None, gt=0)
+    """Tokens per step of n-gram (vLLM's prompt lookup) replayed offline on the same file, if measured."""
+    k_bar_ngram_k: int | None = Field(default=None, ge=1)
+    """K ``k_bar_ngram`` was measured at."""
+    k_bar_ngram_source: str | None = None
+    """Where ``k_bar_ngram`` came from (K, lookup window, requests)."""

@@ -22,7 +22,8 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from advisor.errors import DataError, UsageError
-from advisor.kbar.formats import FORMATS, ReadStats, iter_samples
+from advisor.kbar.formats import FORMATS, ReadStats, Sample, iter_samples
+from advisor.kbar.ngram import NgramConfig, lookup_bounds, replay_ngram
 from advisor.kbar.replay import ReplayConfig, new_cache, replay
 from advisor.vllm_facts import facts as _vllm
 from advisor.kbar.stats import (
@@ -43,6 +44,11 @@ class KbarResult(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     corpus: str
+    method: str = Field(description="suffix (Arctic Inference's cache) or ngram (vLLM's prompt lookup)")
+    own_outputs: bool = Field(description="True: every replayed response is the model's own output "
+                              "(generation records, e.g. advisor probe --save-responses), not a reference response")
+    replayed_config: str | None = Field(description="the probe configuration whose outputs were replayed "
+                                        "(generation files holding several), else None")
     formats: dict[str, int] = Field(description="requests replayed per detected record format")
     tokenizer: str = Field(description="what tokenized the corpus, and where it came from")
     tokenizer_fallback: bool = Field(description="True: not the target model's tokenizer (approximate)")
@@ -114,9 +120,10 @@ class _Prefetch:
     """
 
     def __init__(self, samples: Iterator[Any], read: ReadStats, tok: KbarTokenizer, eos: int | None,
-                 depth: int = 8) -> None:  # fmt: skip
+                 depth: int = 8, append_eos: bool = True) -> None:  # fmt: skip
         self._samples, self._read, self._tok = samples, read, tok
         self._eos = [] if eos is None else [eos]
+        self._append = append_eos
         self._queue: queue.Queue = queue.Queue(maxsize=depth)
         self._halt = threading.Event()
         self._thread = threading.Thread(target=self._run, name="kbar-prefetch", daemon=True)
@@ -138,14 +145,29 @@ class _Prefetch:
                 if not samples:
                     break
                 read = _Batch([], [s.format for s in samples], self._read.records, Counter(self._read.skipped))
-                read.pairs = [(np.asarray(p, dtype=np.int32), np.asarray(r + self._eos if r else r, dtype=np.int32))
-                              for p, r in self._tok.encode_pairs([(s.prompt, s.response) for s in samples])]  # fmt: skip
+                read.pairs = self._pairs(samples)
                 if not self._put(read):
                     return
         except BaseException as exc:  # noqa: BLE001 - handed to the consuming thread, re-raised there
             self._put(exc)
             return
         self._put(_DONE)
+
+    def _pairs(self, samples: list[Sample]) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Token ids of each sample: vLLM's own when recorded (EOS already among them when generated),
+        else tokenized, ending with EOS when the model stopped on it (``Sample.eos``; unknown: ``append_eos``)."""
+        text = [s for s in samples if s.prompt_ids is None or s.response_ids is None]
+        encoded = iter(self._tok.encode_pairs([(s.prompt, s.response) for s in text])) if text else iter(())
+        out = []
+        for s in samples:
+            if s.prompt_ids is not None and s.response_ids is not None:
+                p, r = s.prompt_ids, s.response_ids
+            else:
+                p, r = next(encoded)
+                if r and (s.eos if s.eos is not None else self._append):
+                    r = r + self._eos
+            out.append((np.asarray(p, dtype=np.int32), np.asarray(r, dtype=np.int32)))
+        return out
 
     def batches(self) -> Iterator[_Batch]:
         while True:
@@ -188,6 +210,20 @@ def _feed(prefetch: _Prefetch, state: _State, skipped: Counter, *, max_requests:
         t0 = time.perf_counter()
 
 
+def _one_config(samples: Iterator[Sample], read: ReadStats, chosen: list[str | None]) -> Iterator[Sample]:
+    """Only the samples of one probe configuration (``chosen[0]``; None: the first one seen), so a
+    generation file holding several configurations' outputs of the same prompts is replayed once.
+    The others are counted as skipped ``other_config``."""
+    for s in samples:
+        if s.config is not None:
+            if chosen[0] is None:
+                chosen[0] = s.config
+            if s.config != chosen[0]:
+                read.skipped["other_config"] += 1
+                continue
+        yield s
+
+
 def _settled(counts: Counts, target: float, level: float, seed: int) -> bool:
     """The --until-ci stop rule: a tight interval AND no drift between the two halves so far.
 
@@ -213,6 +249,10 @@ def estimate_kbar(
     tokenizer: KbarTokenizer | str | None = None,
     k: int = 32,
     *,
+    method: str = "suffix",
+    prompt_lookup_min: int | None = None,
+    prompt_lookup_max: int | None = None,
+    config: str | None = None,
     concurrency: int = 1,
     max_requests: int | None = None,
     until_ci: float | None = None,
@@ -232,7 +272,12 @@ def estimate_kbar(
     allow_fallback: bool = False,
     on_progress: Callable[[Progress], None] | None = None,
 ) -> KbarResult:
-    """Estimate suffix decoding's K̄ on the trace at ``path`` (see ``advisor.kbar`` for the method).
+    """Estimate suffix decoding's (or, ``method="ngram"``, n-gram's) K̄ on the trace at ``path``.
+
+    ``method``: ``suffix`` replays Arctic Inference's cache (advisor.kbar.replay); ``ngram`` replays
+    vLLM's prompt-lookup proposer (advisor.kbar.ngram) with ``prompt_lookup_min``/``max`` (None:
+    vLLM's defaulting) and K = ``k``. ``config``: in a generation file holding several probe
+    configurations' outputs, replay this one's (None: the first one in the file).
 
     ``tokenizer``: a loaded ``KbarTokenizer``, or a spec for ``load_tokenizer`` (model id, model
     dir, tokenizer.json, ``builtin``; None = the labelled fallback). ``until_ci``: stop feeding new
@@ -253,12 +298,25 @@ def estimate_kbar(
         raise UsageError(f"unknown --format {fmt!r}; expected auto or one of {', '.join(FORMATS)}")
     if not Path(path).is_file():
         raise UsageError(f"corpus file not found: {path}")
-    cfg = ReplayConfig(
-        num_speculative_tokens=k, max_tree_depth=max_tree_depth, max_cached_requests=max_cached_requests,
-        max_spec_factor=max_spec_factor, min_token_prob=min_token_prob, concurrency=concurrency,
-        max_model_len=max_model_len,
-    )  # fmt: skip
-    cache = new_cache(cfg)  # fails fast, before any reading, when Arctic Inference is missing
+    if method not in ("suffix", "ngram"):
+        raise UsageError(f"--method must be suffix or ngram, not {method!r}")
+    lookup = lookup_bounds(prompt_lookup_min, prompt_lookup_max)
+    if method == "ngram":
+        ngram_cfg = NgramConfig(num_speculative_tokens=k, prompt_lookup_min=lookup[0], prompt_lookup_max=lookup[1],
+                                max_model_len=max_model_len)  # fmt: skip
+
+        def run_replay(feed):
+            return replay_ngram(feed, ngram_cfg)
+    else:
+        cfg = ReplayConfig(
+            num_speculative_tokens=k, max_tree_depth=max_tree_depth, max_cached_requests=max_cached_requests,
+            max_spec_factor=max_spec_factor, min_token_prob=min_token_prob, concurrency=concurrency,
+            max_model_len=max_model_len,
+        )  # fmt: skip
+        cache = new_cache(cfg)  # fails fast, before any reading, when Arctic Inference is missing
+
+        def run_replay(feed):
+            return replay(feed, cfg, cache)
     tok = tokenizer if isinstance(tokenizer, KbarTokenizer) else load_tokenizer(
         tokenizer, offline=offline, cache_dir=cache_dir, allow_fallback=allow_fallback)  # fmt: skip
 
@@ -266,15 +324,16 @@ def estimate_kbar(
     extra_skips: Counter = Counter()
     state = _State()
     counts = Counts()
-    samples = iter_samples(path, fmt, read)
-    eos = tok.eos_id if append_eos else None
-    prefetch = _Prefetch(samples, read, tok, eos)
+    chosen: list[str | None] = [config]
+    samples = _one_config(iter_samples(path, fmt, read), read, chosen)
+    eos = tok.eos_id
+    prefetch = _Prefetch(samples, read, tok, eos, append_eos=append_eos)
     feed = _feed(prefetch, state, extra_skips, max_requests=max_requests, max_model_len=max_model_len)
     last_report = 0.0
     check_s = 0.0
     t_loop = time.perf_counter()
     try:
-        for s in replay(feed, cfg, cache):
+        for s in run_replay(feed):
             counts.add(s)
             if until_ci is not None and not state.stop and counts.n % check_every == 0:
                 t_check = time.perf_counter()
@@ -316,19 +375,30 @@ def estimate_kbar(
     if append_eos and eos is None:
         notes.append("the tokenizer names no EOS token: responses replayed without one")
     if fig["mean_acceptance_length"] is None:
-        notes.append("suffix decoding proposed no draft at all on this corpus")
+        notes.append(f"{'n-gram' if method == 'ngram' else 'suffix decoding'} proposed no draft at all on this corpus")
+    own = bool(state.formats) and set(state.formats) == {"generation"}
+    if own and chosen[0] is not None:
+        notes.append(f"replayed the outputs of configuration {chosen[0]} (the file holds others: --config picks)"
+                     if skipped.get("other_config") else f"replayed the outputs of configuration {chosen[0]}")  # fmt: skip
+    if method == "ngram" and concurrency > 1:
+        notes.append("n-gram drafts from each request's own tokens only: concurrency does not change its K̄")
     tps_ci = cis["tokens_per_step"]
+    params: dict[str, float | int | None] = (
+        {"prompt_lookup_min": lookup[0], "prompt_lookup_max": lookup[1]} if method == "ngram" else {
+            "max_tree_depth": max_tree_depth, "max_cached_requests": max_cached_requests,
+            "max_spec_factor": max_spec_factor, "min_token_prob": min_token_prob})  # fmt: skip
+    params.update({"concurrency": concurrency, "max_model_len": max_model_len,
+                   "eos_token_id": eos if append_eos else None})  # fmt: skip
     return KbarResult(
         corpus=str(path),
+        method=method,
+        own_outputs=own,
+        replayed_config=chosen[0] if own else None,
         formats=dict(state.formats),
         tokenizer=tok.label,
         tokenizer_fallback=tok.fallback,
         k=k,
-        params={
-            "max_tree_depth": max_tree_depth, "max_cached_requests": max_cached_requests,
-            "max_spec_factor": max_spec_factor, "min_token_prob": min_token_prob,
-            "concurrency": concurrency, "max_model_len": max_model_len, "eos_token_id": eos,
-        },
+        params=params,
         mean_acceptance_length=fig["mean_acceptance_length"],
         tokens_per_step=fig["tokens_per_step"],
         acceptance_rate=fig["acceptance_rate"],

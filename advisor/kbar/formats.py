@@ -15,7 +15,12 @@ Record formats (``fmt="auto"`` decides per record; a forced ``fmt`` reads only t
   assistant turns are the responses);
 - ``sharegpt``: ``{"conversations": [{"from": "human" | "gpt" | "system", "value": ...}]}``;
 - ``vllm_custom``: ``vllm bench --dataset-name custom`` JSONL (``{"prompt", "output_tokens"}``)
-  with the recorded output text added as ``output`` / ``generated_text`` / ``response``.
+  with the recorded output text added as ``output`` / ``generated_text`` / ``response``;
+- ``generation``: what a model generated itself, as ``advisor probe --save-responses`` writes it
+  (advisor.probe.campaign.responses_lines) or ``calibration/gpu_real/real_campaign.py``'s
+  ``responses-*.jsonl``: ``{"prompt", "messages", "response"}`` plus, when recorded, ``config``,
+  ``api``, ``finish_reason`` and vLLM's own ``prompt_token_ids`` / ``token_ids`` (replayed as
+  they are, no tokenizer involved).
 
 A conversation yields one request per assistant turn; its prompt is the conversation before that
 turn (a chat request carries the history). Nothing here raises on bad data: every record that
@@ -35,10 +40,20 @@ from typing import IO, Any
 
 from advisor.errors import UsageError
 
-FORMATS = ("prompt_response", "openai_chat", "sharegpt", "vllm_custom")
+FORMATS = ("prompt_response", "openai_chat", "sharegpt", "vllm_custom", "generation")
 
 Message = dict[str, str]
-Prompt = str | list[Message]
+
+
+@dataclass(frozen=True, slots=True)
+class AutoPrompt:
+    """A prompt sent as ``/v1/chat/completions`` when the model has a chat template, else as text
+    (``advisor probe --api auto``): the tokenizer decides how to render it."""
+
+    text: str
+
+
+Prompt = str | list[Message] | AutoPrompt
 
 _CHUNK = 1 << 20
 _RESPONSE_KEYS = ("response", "completion", "output", "generated_text", "answer", "canonical_solution")
@@ -55,6 +70,15 @@ class Sample:
     prompt: Prompt
     response: str
     format: str
+    prompt_ids: list[int] | None = None
+    """vLLM's own token ids of the prompt (``generation`` records that carry them)."""
+    response_ids: list[int] | None = None
+    """vLLM's own generated ids, EOS included when the model stopped on it."""
+    eos: bool | None = None
+    """Whether the response ended on the model's EOS (``finish_reason`` stop) or was cut
+    (``length``); None: not recorded (the caller's ``append_eos`` decides)."""
+    config: str | None = None
+    """The probe configuration that generated it (``generation`` records)."""
 
 
 @dataclass
@@ -215,8 +239,44 @@ def _vllm_custom(rec: dict) -> Iterator[Sample | _Skip]:
     yield from _prompt_response(rec, "vllm_custom")
 
 
+def _ids(value: Any) -> list[int] | None:
+    if isinstance(value, list) and value and all(isinstance(t, int) and not isinstance(t, bool) and t >= 0 for t in value):
+        return value
+    return None
+
+
+def _generation(rec: dict) -> Iterator[Sample | _Skip]:
+    """A model's own output: vLLM's token ids when recorded, else the text with the prompt as it was sent."""
+    response = _text(rec.get("response"))
+    if response is None:
+        raise _Skip("no_response")
+    finish = rec.get("finish_reason")
+    eos = True if finish == "stop" else False if finish == "length" else None
+    config = rec.get("config") if isinstance(rec.get("config"), str) else None
+    prompt_ids, response_ids = _ids(rec.get("prompt_token_ids")), _ids(rec.get("token_ids"))
+    text = rec.get("prompt") if isinstance(rec.get("prompt"), str) else ""
+    messages = rec.get("messages")
+    prompt: Prompt
+    if isinstance(messages, list) and messages:
+        prompt = _messages(messages)
+    elif rec.get("api") == "completions":
+        prompt = text
+    elif rec.get("api") == "chat":
+        prompt = [{"role": "user", "content": text}]
+    else:
+        prompt = AutoPrompt(text)
+    if prompt_ids is not None and response_ids is not None:
+        yield Sample(prompt, response, "generation", prompt_ids, response_ids, eos, config)
+        return
+    if not text.strip() and not isinstance(prompt, list):
+        raise _Skip("empty_prompt")
+    if not response.strip():
+        raise _Skip("empty_response")
+    yield Sample(prompt, response, "generation", None, None, eos, config)
+
+
 _PARSERS = {"prompt_response": _prompt_response, "openai_chat": _openai, "sharegpt": _sharegpt,
-            "vllm_custom": _vllm_custom}  # fmt: skip
+            "vllm_custom": _vllm_custom, "generation": _generation}  # fmt: skip
 
 
 def detect_record(rec: Any) -> str | None:
@@ -225,6 +285,10 @@ def detect_record(rec: Any) -> str | None:
         return None
     if isinstance(rec.get("conversations", rec.get("conversation")), list):
         return "sharegpt"
+    if "response" in rec and not isinstance(rec.get("response"), dict) and (
+        "token_ids" in rec or ("messages" in rec and "prompt" in rec)
+    ):
+        return "generation"  # advisor probe --save-responses, calibration/gpu_real responses files
     if isinstance(rec.get("request"), dict) or isinstance(rec.get("choices"), list):
         return "openai_chat"
     if isinstance(rec.get("response"), dict) or ("messages" in rec and "prompt" not in rec):

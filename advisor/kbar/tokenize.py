@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from advisor.errors import DependencyError
-from advisor.kbar.formats import Prompt
+from advisor.kbar.formats import AutoPrompt, Prompt
 
 BUILTIN_NAMES = ("builtin", "builtin:deepseek")
 _FALLBACK_FILE = "deepseek_tokenizer.json"
@@ -88,7 +88,12 @@ class KbarTokenizer:
                                   "pass another --tokenizer") from None  # fmt: skip
 
     def render(self, prompt: Prompt) -> tuple[str, bool]:
-        """(text, add_special_tokens) for a prompt: chat messages go through the chat template."""
+        """(text, add_special_tokens) for a prompt: chat messages go through the chat template; an
+        ``AutoPrompt`` is one user message when there is a template (``--api auto`` chose chat), else text."""
+        if isinstance(prompt, AutoPrompt):
+            if not self._has_template:
+                return prompt.text, True
+            prompt = [{"role": "user", "content": prompt.text}]
         if isinstance(prompt, str):
             return prompt, True
         if self._has_template:

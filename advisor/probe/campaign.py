@@ -56,6 +56,12 @@ class CampaignSpec(BaseModel):
     retry_failed: bool = False
     vllm_version: str = DEFAULT_VERSION
     """Flag mapping to render with (advisor.render.flags)."""
+    save_responses: str | None = None
+    """A JSON Lines file to keep the model's own outputs in: one line per finished request of every
+    configuration probed (``advisor probe --save-responses``; format in :func:`responses_lines`),
+    which ``advisor kbar --corpus FILE`` and ``recommend --corpus FILE`` replay. Not part of the
+    campaign id: saving outputs does not change what is measured."""
+
     @property
     def weights(self) -> str:
         """``dummy`` when the server loads random weights (vLLM's ``--load-format dummy`` among the
@@ -122,7 +128,7 @@ def campaign_id(spec: CampaignSpec, fingerprint: str) -> str:
         "host": fingerprint,
         "model": spec.model,
         "corpus": spec.corpus,
-        "load": spec.load.model_dump(mode="json"),
+        "load": spec.load.model_dump(mode="json", exclude={"keep_responses"}),
         "base": spec.base.model_dump(mode="json"),
         "server_cmd": server_program(spec.server_cmd),
         "extra_args": spec.extra_args,
@@ -148,9 +154,11 @@ def _now() -> str:
 
 def probe_one(
     spec: CampaignSpec, cfg: ProbeConfig, corpus: Corpus, *, cid: str, host: dict, log_dir: Path,
-    vanilla_tput: float | None, show_progress: bool,
+    vanilla_tput: float | None, show_progress: bool, responses: dict | None = None,
 ) -> ProbeRecord:  # fmt: skip
-    """Boot, load, measure one configuration; returns its record (failed boots included)."""
+    """Boot, load, measure one configuration; returns its record (failed boots included).
+    ``responses``: when given (and the load keeps them), gets ``outputs`` (the finished requests'
+    :class:`~advisor.probe.load.Response`) and ``api`` (the endpoint served)."""
     from advisor.probe import metrics
     from advisor.probe.load import run_load
     from advisor.probe.server import BootFailure, running_server
@@ -178,6 +186,8 @@ def probe_one(
                 srv.base_url, srv.served_model, srv.api, corpus.prompts, spec.load,
                 show_progress=show_progress, label=cfg.label, alive=lambda: srv.process.poll() is None,
             )  # fmt: skip
+            if responses is not None:
+                responses.update(outputs=load.responses, api=srv.api)
             srv.check_alive()
             try:
                 after = metrics.scrape(srv.base_url)
@@ -267,12 +277,22 @@ def run_campaign(
         say(f"campaign {cid}: {len(todo)} configuration(s), corpus {corpus.name} ({len(corpus.prompts)} prompts)")
     log_dir = Path(settings.data_dir) / "campaigns" / cid
     vanilla_tput = _vanilla_throughput(list(done.values()))
+    keep = spec.save_responses is not None
+    if keep:
+        from advisor.atomic import check_target
+
+        check_target(Path(spec.save_responses))  # refuse a bad target before any boot
+        spec = spec.model_copy(update={"load": spec.load.model_copy(update={"keep_responses": True})})
     for i, cfg in enumerate(todo, 1):
         say(f"[{i}/{len(todo)}] {cfg.label}: starting vLLM")
         t0 = time.monotonic()
+        outputs: dict | None = {} if keep else None
         record = probe_one(
-            spec, cfg, corpus, cid=cid, host=host, log_dir=log_dir, vanilla_tput=vanilla_tput, show_progress=show_progress
-        )
+            spec, cfg, corpus, cid=cid, host=host, log_dir=log_dir, vanilla_tput=vanilla_tput,
+            show_progress=show_progress, responses=outputs,
+        )  # fmt: skip
+        if outputs and record.outcome == "ok":
+            save_responses(Path(spec.save_responses), cid, cfg.label, spec, corpus, outputs["outputs"], outputs["api"])
         store.insert(record)
         result.probed.append(record)
         if cfg.label == "vanilla" and record.outcome == "ok":
@@ -281,6 +301,51 @@ def run_campaign(
         if on_record is not None:
             on_record(record)
     return result
+
+
+RESPONSES_FORMAT = "advisor-probe-responses/1"
+
+
+def responses_lines(cid: str, label: str, spec: CampaignSpec, corpus: Corpus, outputs: list,
+                    api: str | None = None) -> list[str]:  # fmt: skip
+    """One JSON line per finished request, in prompt order: what the model itself generated.
+
+    Keys: ``format`` (:data:`RESPONSES_FORMAT`), ``campaign_id``, ``config``, ``model``, ``corpus``,
+    ``concurrency``, ``max_tokens``, ``temperature``, ``api`` (``chat``/``completions``, as served),
+    ``index`` (position in the corpus), ``prompt`` (text), ``messages`` (chat messages or null),
+    ``response`` (text), ``completion_tokens``, ``finish_reason``, ``prompt_token_ids`` and
+    ``token_ids`` (vLLM's own, when the server returned them). ``advisor kbar`` reads it as the
+    ``generation`` format (advisor.kbar.formats)."""
+    lines = []
+    for r in sorted(outputs, key=lambda r: r.index):
+        p = corpus.prompts[r.index]
+        lines.append(json.dumps({
+            "format": RESPONSES_FORMAT, "campaign_id": cid, "config": label, "model": spec.model, "corpus": spec.corpus,
+            "concurrency": spec.load.concurrency, "max_tokens": spec.load.max_tokens,
+            "temperature": spec.load.temperature, "api": api, "index": r.index, "prompt": p.text,
+            "messages": p.messages, "response": r.text, "completion_tokens": r.completion_tokens,
+            "finish_reason": r.finish_reason, "prompt_token_ids": r.prompt_token_ids, "token_ids": r.token_ids,
+        }, ensure_ascii=False))  # fmt: skip
+    return lines
+
+
+def save_responses(path: Path, cid: str, label: str, spec: CampaignSpec, corpus: Corpus, outputs: list,
+                   api: str | None) -> None:  # fmt: skip
+    """Write ``label``'s outputs into ``path`` atomically, keeping the lines of other configurations
+    (and campaigns) already there, so a resumed campaign's file holds every configuration."""
+    from advisor.atomic import write_one
+
+    kept: list[str] = []
+    if path.is_file():
+        for line in path.read_text(encoding="utf-8").splitlines():
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(obj, dict) and not (obj.get("campaign_id") == cid and obj.get("config") == label):
+                kept.append(line)
+    new = responses_lines(cid, label, spec, corpus, outputs, api)
+    write_one(path, "".join(f"{line}\n" for line in [*kept, *new]))
 
 
 def summary_line(rec: ProbeRecord, vanilla_tput: float | None = None) -> str:

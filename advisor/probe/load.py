@@ -39,8 +39,11 @@ class LoadSpec(BaseModel):
     max_wall_s: float = Field(default=3600.0, gt=0)
     """Hard ceiling when only ``max_requests`` bounds the run."""
     keep_responses: bool = False
-    """Keep each finished request's generated text (``LoadResult.responses``): the model's own
-    outputs, which ``advisor kbar`` can replay to predict K̄ offline."""
+    """Keep each finished request's generated text and token ids (``LoadResult.responses``): the
+    model's own outputs, which ``advisor kbar`` replays to predict K̄ offline. The requests then ask
+    for vLLM's ``return_token_ids`` (the prompt's ids in the first chunk, each chunk's new ids:
+    vllm/entrypoints/openai/chat_completion/protocol.py:423-430, 0.32.0), so the replay sees
+    exactly the tokens vLLM generated, not a re-tokenisation of their text."""
 
 
 class Response(BaseModel):
@@ -52,6 +55,12 @@ class Response(BaseModel):
     """Position of the prompt in the prompt sequence given to ``run_load``."""
     text: str
     completion_tokens: int | None = None
+    finish_reason: str | None = None
+    """``stop`` (EOS or a stop token), ``length`` (cut at max_tokens), as the server said."""
+    prompt_token_ids: list[int] | None = None
+    """The prompt as vLLM tokenized it (chat template applied), when the server returned it."""
+    token_ids: list[int] | None = None
+    """The generated token ids, EOS included when the model stopped on it, when returned."""
 
 
 class LoadResult(BaseModel):
@@ -104,6 +113,8 @@ def _body(api: str, model: str, prompt: Prompt, spec: LoadSpec) -> dict:
     }
     if spec.ignore_eos:
         body["ignore_eos"] = True
+    if spec.keep_responses:
+        body["return_token_ids"] = True
     if api == "chat":
         body["messages"] = prompt.chat()
     else:
@@ -137,6 +148,9 @@ async def _one(client, url: str, api: str, body: dict, tally: _Tally, index: int
     gaps: list[float] = []
     pieces: list[str] = []
     tokens = None
+    finish = None
+    prompt_ids: list[int] | None = None
+    ids: list[int] | None = None
     async with client.stream("POST", url, json=body) as resp:
         if resp.status_code != 200:
             text = (await resp.aread()).decode("utf-8", "replace")
@@ -154,7 +168,15 @@ async def _one(client, url: str, api: str, body: dict, tally: _Tally, index: int
             chunk = json.loads(data)
             if chunk.get("usage"):
                 tokens = chunk["usage"].get("completion_tokens")
+            if index is not None and isinstance(chunk.get("prompt_token_ids"), list):
+                prompt_ids = chunk["prompt_token_ids"]
             for choice in chunk.get("choices") or ():
+                if index is not None:
+                    finish = choice.get("finish_reason") or finish
+                    if isinstance(choice.get("prompt_token_ids"), list):  # /v1/completions puts it here
+                        prompt_ids = choice["prompt_token_ids"]
+                    if isinstance(choice.get("token_ids"), list):
+                        ids = (ids or []) + choice["token_ids"]
                 piece = _piece(api, choice)
                 if piece:
                     pieces.append(piece)
@@ -167,7 +189,8 @@ async def _one(client, url: str, api: str, body: dict, tally: _Tally, index: int
     tally.result.requests_ok += 1
     tally.result.output_tokens += int(tokens or 0)
     if index is not None:
-        tally.result.responses.append(Response(index=index, text="".join(pieces), completion_tokens=tokens))
+        tally.result.responses.append(Response(index=index, text="".join(pieces), completion_tokens=tokens,
+                                               finish_reason=finish, prompt_token_ids=prompt_ids, token_ids=ids))
     if first is not None:
         tally.ttfts.append(first - start)
         tally.itls.extend(gaps)
