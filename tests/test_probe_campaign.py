@@ -210,3 +210,39 @@ def test_a_corpus_that_runs_out_before_the_window_is_said(env: Path, capsys: pyt
     # a corpus larger than the request budget did not run out
     rc, out, err = run_json(capsys, probe_args(env, "vanilla@gmu=0.5"))
     assert rc == 0 and out["records"][0]["corpus_exhausted"] is False
+
+
+def test_save_responses_keeps_own_outputs_per_configuration_and_kbar_replays_them(
+    env: Path, capsys: pytest.CaptureFixture[str]
+) -> None:  # fmt: skip
+    """`--save-responses FILE`: every finished request of every configuration, with vLLM's token ids
+    (asked for with return_token_ids); same campaign id as without it; a resumed campaign keeps the
+    lines of the configurations done before; `advisor kbar` replays one configuration's outputs."""
+    own = env / "own.jsonl"
+    rc, plain, err = run_json(capsys, probe_args(env, "vanilla"))
+    assert rc == 0, err
+    rc, out, err = run_json(capsys, probe_args(env, "vanilla,ngram:2", "--save-responses", str(own)))
+    assert rc == 0, err
+    assert out["campaign_id"] == plain["campaign_id"] and out["probed"] == ["ngram:2"]  # vanilla resumed
+    lines = [json.loads(x) for x in own.read_text().splitlines()]
+    assert [x["config"] for x in lines] == ["ngram:2"] * 6 and [x["index"] for x in lines] == list(range(6))
+    first = lines[0]
+    assert first["format"] == "advisor-probe-responses/1" and first["api"] == "chat"
+    assert first["prompt"] == "prompt number 0" and first["finish_reason"] == "length"
+    assert first["token_ids"] == [97, 98] * 4 and first["response"] == "ab" * 4
+    assert first["prompt_token_ids"] == [ord(c) for c in "prompt number 0"]
+    rc, _, err = run_json(capsys, probe_args(env, "vanilla,ngram:2", "--save-responses", str(own), "--retry-failed",
+                                             "--campaign", "other"))  # fmt: skip
+    assert rc == 0, err
+    lines = [json.loads(x) for x in own.read_text().splitlines()]
+    assert [(x["campaign_id"], x["config"]) for x in lines[::6]] == [
+        (out["campaign_id"], "ngram:2"), ("other", "vanilla"), ("other", "ngram:2")]
+    rc = main(["kbar", "--corpus", str(own), "--method", "ngram", "--k", "2", "--config", "vanilla",
+               "--prompt-lookup-min", "1", "--prompt-lookup-max", "2", "--tokenizer", "builtin", "--json"])  # fmt: skip
+    res = json.loads(capsys.readouterr().out)
+    assert rc == 0 and res["own_outputs"] and res["replayed_config"] == "vanilla" and res["requests"] == 6
+    assert res["skipped"] == {"other_config": 12} and res["tokens"] == 48  # the recorded ids, no EOS added
+    # 97 98 97 98 97 98 97 98 after "prompt number 0": prefill 97 (no earlier 97); 98 (none drafted);
+    # 97 (98 matched the "b" of "number": draft "er" rejected); then 98 97 + bonus 98; then 97 98,
+    # the end: 8 tokens in 5 steps.
+    assert res["tokens_per_step"] == pytest.approx(1.6) and res["drafts"] == 18 and res["accepted_tokens"] == 24

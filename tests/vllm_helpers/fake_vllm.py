@@ -134,12 +134,22 @@ def main() -> int:
             self.end_headers()
             step = 2 if k else 1  # with speculation, two tokens per chunk (one accepted draft token)
             sent = 0
+            ids = bool(body.get("return_token_ids"))  # vLLM's shapes: chat_completion/serving.py, completion/serving.py
+            text = body.get("prompt") or "".join(str(m.get("content", "")) for m in body.get("messages", []))
+            prompt_ids = [ord(c) % 1000 for c in text]
             while sent < n:
                 time.sleep(token_s * (step_cost if k else 1))
                 m = min(step, n - sent)
                 piece = "ab"[:m]
                 choice = {"delta": {"content": piece}} if chat else {"text": piece}
-                self.wfile.write(f"data: {json.dumps({'choices': [choice]})}\n\n".encode())
+                chunk: dict = {"choices": [choice]}
+                if ids:
+                    choice["token_ids"] = [97, 98][:m]
+                    if sent == 0:
+                        (chunk if chat else choice)["prompt_token_ids"] = prompt_ids
+                if sent + m >= n:
+                    choice["finish_reason"] = "length"
+                self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
                 self.wfile.flush()
                 sent += m
                 with LOCK:
