@@ -155,3 +155,26 @@ def test_detect_record():
     assert detect_record({"prompt": "x", "output_tokens": 3}) == "vllm_custom"
     assert detect_record({"prompt": "x", "response": "y"}) == "prompt_response"
     assert detect_record({"text": "x"}) is None and detect_record([]) is None
+
+
+def test_generation_records_of_the_models_own_outputs(tmp_path):
+    """``advisor probe --save-responses`` lines (token ids kept as they are, EOS per finish_reason) and
+    calibration/gpu_real's responses files (text; a null ``messages`` is one user turn as --api auto sent it)."""
+    from advisor.kbar.formats import AutoPrompt, ReadStats, iter_samples
+
+    path = tmp_path / "own.jsonl"
+    rows = [
+        {"format": "advisor-probe-responses/1", "config": "vanilla", "api": "chat", "index": 0, "prompt": "p",
+         "messages": [{"role": "user", "content": "hi"}], "response": "yo", "finish_reason": "stop",
+         "prompt_token_ids": [1, 2], "token_ids": [3, 2]},
+        {"index": 1, "prompt": "write code", "messages": None, "response": "def f(): pass", "completion_tokens": 5},
+        {"config": "suffix:32", "api": "completions", "prompt": "abc", "messages": None, "response": "d",
+         "finish_reason": "length"},
+    ]  # fmt: skip
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    stats = ReadStats()
+    a, b, c = list(iter_samples(path, "auto", stats))
+    assert stats.formats == {"generation": 3}
+    assert (a.prompt_ids, a.response_ids, a.eos, a.config) == ([1, 2], [3, 2], True, "vanilla")
+    assert b.prompt == AutoPrompt("write code") and b.eos is None and b.prompt_ids is None and b.config is None
+    assert c.prompt == "abc" and c.eos is False and c.config == "suffix:32"
