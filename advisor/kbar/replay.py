@@ -156,12 +156,16 @@ def replay(
     requests: Iterable[tuple[Sequence[int], Sequence[int]]],
     cfg: ReplayConfig | None = None,
     cache: Any = None,
+    first_id: int = 0,
 ) -> Iterator[RequestStats]:
     """Replay ``(prompt_ids, response_ids)`` pairs in order; yield each request's stats as it finishes.
 
     ``requests`` is pulled lazily, one item whenever a slot frees up, so a caller can stop feeding
     (early stop) and the requests in flight still finish. Requests with an empty response are
-    skipped (vLLM never runs those). ``cache`` defaults to a new ``SuffixDecodingCache``.
+    skipped (vLLM never runs those). ``cache`` defaults to a new ``SuffixDecodingCache``; a cache
+    carried over from an earlier replay (a server that served earlier loads) needs ``first_id``
+    past the ids used there: vLLM never reuses a request id, and the cache evicts a reused one's
+    cached response (suffix_decoding.py:65-67).
     """
     cfg = cfg or ReplayConfig()
     cache = cache if cache is not None else new_cache(cfg)
@@ -169,7 +173,7 @@ def replay(
     max_len = cfg.max_model_len
     source = iter(requests)
     live: list[_Live] = []
-    next_rid = 0
+    next_rid = first_id
     exhausted = False
     start, stop, add, spec = cache.start_request, cache.stop_request, cache.add_active_response, cache.speculate
     while True:

@@ -100,6 +100,8 @@ def main() -> int:
     ap.add_argument("--extra-args", default="--dtype float32 --enforce-eager")
     ap.add_argument("--server-cmd", default=None, help="default: the venv's python -m vllm.entrypoints.openai.api_server")
     ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--replay-only", action="store_true",
+                    help="recompute results.json from OUT's records.jsonl and responses files (no vLLM)")
     args = ap.parse_args()
 
     out = args.out
@@ -109,10 +111,16 @@ def main() -> int:
     results: dict = {"model": str(args.model.name), "configs": args.configs, "requests": args.requests,
                      "max_tokens": args.max_tokens, "concurrency": args.concurrency, "extra_args": args.extra_args,
                      "temperature": 0.0, "corpora": {}}  # fmt: skip
-    records_fh = (out / "records.jsonl").open("w")
+    saved = [json.loads(x) for x in (out / "records.jsonl").read_text().splitlines()] if args.replay_only else []
+    records_fh = None if args.replay_only else (out / "records.jsonl").open("w")
     max_chars = 2 * (args.max_model_len - args.max_tokens)  # advisor.probe.campaign.run_campaign's prompt filter
     for corpus in args.corpora.split(","):
         responses = out / f"responses-{corpus}.jsonl"
+        if args.replay_only:
+            probe = {"records": [r for r in saved if r["corpus"] == corpus]}
+            n_ref = write_reference(responses, corpus, args.model, args.max_tokens, max_chars, out / f"reference-{corpus}.jsonl")
+            results["corpora"][corpus] = {"reference_requests": n_ref, "configs": _replays(probe, responses, out, corpus, args)}
+            continue
         responses.unlink(missing_ok=True)
         cmd = [
             sys.executable, "-m", "advisor", "--data-dir", str(out / "data"), "probe", str(args.model), "--corpus", corpus,
@@ -131,32 +139,39 @@ def main() -> int:
         print(f"  probed in {time.monotonic() - t0:.0f}s", flush=True)
         for rec in probe["records"]:
             records_fh.write(json.dumps(rec) + "\n")
-        reference = out / f"reference-{corpus}.jsonl"
-        n_ref = write_reference(responses, corpus, args.model, args.max_tokens, max_chars, reference)
-        rows = {}
-        for rec in probe["records"]:
-            if rec["config"] == "vanilla" or rec["outcome"] != "ok":
-                continue
-            method, k = rec["config"].split(":")
-            row = {"measured": {key: rec[key] for key in ("tokens_per_step", "mean_acceptance_length", "spec_drafts",
-                                                          "spec_draft_tokens", "spec_accepted_tokens", "output_tokens",
-                                                          "requests", "throughput_tok_s", "implied_r")}}  # fmt: skip
-            for name, path, cfg in (("own", responses, "vanilla"), ("own_same_run", responses, rec["config"]),
-                                    ("reference", reference, "reference")):  # fmt: skip
-                r = estimate_kbar(path, str(args.model), int(k), method=method, config=cfg, concurrency=args.concurrency)
-                row[name] = {"tokens_per_step": r.tokens_per_step, "mean_acceptance_length": r.mean_acceptance_length,
-                             "drafts": r.drafts, "draft_tokens": r.draft_tokens, "accepted_tokens": r.accepted_tokens,
-                             "tokens": r.tokens, "requests": r.requests,
-                             "ln_error": math.log(r.tokens_per_step / rec["tokens_per_step"])}  # fmt: skip
-            rows[rec["config"]] = row
-            m = row["measured"]["tokens_per_step"]
-            print(f"  {rec['config']}: vLLM K̄ {m:.3f}; own {row['own']['tokens_per_step']:.3f} "
-                  f"({row['own']['ln_error']:+.3f}), same run {row['own_same_run']['tokens_per_step']:.3f}, "
-                  f"reference {row['reference']['tokens_per_step']:.3f} ({row['reference']['ln_error']:+.3f})", flush=True)  # fmt: skip
-        results["corpora"][corpus] = {"reference_requests": n_ref, "configs": rows}
-    records_fh.close()
+        records_fh.flush()
+        n_ref = write_reference(responses, corpus, args.model, args.max_tokens, max_chars, out / f"reference-{corpus}.jsonl")
+        results["corpora"][corpus] = {"reference_requests": n_ref, "configs": _replays(probe, responses, out, corpus, args)}
+    if records_fh is not None:
+        records_fh.close()
     (out / "results.json").write_text(json.dumps(results, indent=2) + "\n")
     return 0
+
+
+def _replays(probe: dict, responses: Path, out: Path, corpus: str, args) -> dict:
+    """Each speculative record against the three offline replays (see the module doc)."""
+    reference = out / f"reference-{corpus}.jsonl"
+    rows = {}
+    for rec in probe["records"]:
+        if rec["config"] == "vanilla" or rec["outcome"] != "ok":
+            continue
+        method, k = rec["config"].split(":")
+        row = {"measured": {key: rec[key] for key in ("tokens_per_step", "mean_acceptance_length", "spec_drafts",
+                                                      "spec_draft_tokens", "spec_accepted_tokens", "output_tokens",
+                                                      "requests", "throughput_tok_s", "implied_r")}}  # fmt: skip
+        for name, path, cfg in (("own", responses, "vanilla"), ("own_same_run", responses, rec["config"]),
+                                ("reference", reference, "reference")):  # fmt: skip
+            r = estimate_kbar(path, str(args.model), int(k), method=method, config=cfg, concurrency=args.concurrency)
+            row[name] = {"tokens_per_step": r.tokens_per_step, "mean_acceptance_length": r.mean_acceptance_length,
+                         "drafts": r.drafts, "draft_tokens": r.draft_tokens, "accepted_tokens": r.accepted_tokens,
+                         "tokens": r.tokens, "requests": r.requests, "ci_low": r.ci_low, "ci_high": r.ci_high,
+                         "ln_error": math.log(r.tokens_per_step / rec["tokens_per_step"])}  # fmt: skip
+        rows[rec["config"]] = row
+        m = row["measured"]["tokens_per_step"]
+        print(f"  {rec['config']}: vLLM K̄ {m:.3f}; own {row['own']['tokens_per_step']:.3f} "
+              f"({row['own']['ln_error']:+.3f}), same run {row['own_same_run']['tokens_per_step']:.3f}, "
+              f"reference {row['reference']['tokens_per_step']:.3f} ({row['reference']['ln_error']:+.3f})", flush=True)  # fmt: skip
+    return rows
 
 
 if __name__ == "__main__":

@@ -1,0 +1,116 @@
+#!/usr/bin/env python3
+"""Per-corpus K̄ priors from real weights: vLLM's measured acceptance and the two offline replays.
+
+    python calibration/kbar_own_priors.py          # rewrites calibration/kbar_own_evidence.csv and
+                                                   # calibration/kbar_own_priors.csv
+
+Evidence (one row per measured setting: host, corpus, configuration, concurrency):
+- ``calibration/real_cpu/run-*/results.json`` (``calibration/real_cpu/measure.py``: vLLM 0.32 on
+  this project's 2-core CPU machine);
+- ``calibration/gpu_real/*/replay.json`` (``calibration/gpu_real/replay_own.py`` over the lead's
+  ``real_campaign.py`` runs on the H200, vLLM 0.26), when present.
+
+Each row has vLLM's measured K̄ (tokens per step), the own-output replay's (the vanilla run's
+outputs), the reference-response replay's, and own / reference. A prior per corpus and method:
+``k_bar`` = median measured K̄ over the settings; ``k_bar_low``/``k_bar_high`` = the lowest and
+highest measured, each scaled by its own-output replay's 95% bootstrap interval over requests
+(the sampling spread of a few dozen prompts) and widened by the largest |ln(own replay /
+measured)| seen for that method (the replay's own error); ``own_over_reference`` = median
+of measured / reference replay, the factor by which replaying a corpus's reference responses
+under-predicts this model's acceptance, with its min and max. All from one model (SmolLM2-135M-
+Instruct, the only real checkpoint the project can run): say so wherever it is used.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import statistics
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+EVIDENCE = HERE / "kbar_own_evidence.csv"
+PRIORS = HERE / "kbar_own_priors.csv"
+FIELDS = ["source", "host", "vllm", "model", "corpus", "config", "method", "k", "concurrency", "max_tokens", "requests",
+          "measured_k_bar", "own_k_bar", "own_same_run_k_bar", "reference_k_bar", "ln_own", "ln_reference",
+          "measured_over_reference", "own_ci_low", "own_ci_high"]  # fmt: skip
+
+
+def _rows_cpu() -> list[dict]:
+    rows = []
+    for path in sorted(HERE.glob("real_cpu/run-*/results.json")):
+        res = json.loads(path.read_text())
+        for corpus, body in res["corpora"].items():
+            for cfg, r in body["configs"].items():
+                rows.append(_row(str(path.relative_to(HERE.parent)), "cpu (2 cores, this project's CI machine)", "0.32.0",
+                                 res["model"], corpus, cfg, res["concurrency"], res["max_tokens"], r))  # fmt: skip
+    return rows
+
+
+def _rows_gpu() -> list[dict]:
+    rows = []
+    for path in sorted(HERE.glob("gpu_real/*/replay.json")):
+        res = json.loads(path.read_text())
+        for r in res["rows"]:
+            rows.append(_row(str(path.relative_to(HERE.parent)), r.get("gpu") or "gpu", r.get("vllm_version") or "",
+                             "SmolLM2-135M-Instruct", r["corpus"], r["config"], r["concurrency"], r["max_tokens"], r))  # fmt: skip
+    return rows
+
+
+def _row(source, host, vllm, model, corpus, cfg, conc, max_tokens, r) -> dict:
+    m, own, ref = r["measured"]["tokens_per_step"], r["own"]["tokens_per_step"], r["reference"]["tokens_per_step"]
+    method, k = cfg.split(":")[0], int(cfg.split(":")[1].split("@")[0])
+    return {"source": source, "host": host, "vllm": vllm, "model": model, "corpus": corpus, "config": cfg,
+            "method": method, "k": k, "concurrency": conc, "max_tokens": max_tokens,
+            "requests": r["measured"].get("requests"), "measured_k_bar": round(m, 4), "own_k_bar": round(own, 4),
+            "own_same_run_k_bar": round(r["own_same_run"]["tokens_per_step"], 4), "reference_k_bar": round(ref, 4),
+            "ln_own": round(math.log(own / m), 4), "ln_reference": round(math.log(ref / m), 4),
+            "measured_over_reference": round(m / ref, 4),
+            "own_ci_low": _r(r["own"].get("ci_low")), "own_ci_high": _r(r["own"].get("ci_high"))}  # fmt: skip
+
+
+def _r(x: float | None) -> float | None:
+    return None if x is None else round(x, 4)
+
+
+def _band(r: dict) -> tuple[float, float]:
+    """The measured K̄ scaled by the own-output replay's bootstrap interval over requests (95%)."""
+    m, own = r["measured_k_bar"], r["own_k_bar"]
+    lo, hi = r["own_ci_low"] or own, r["own_ci_high"] or own
+    return m * lo / own, m * hi / own
+
+
+def main() -> int:
+    rows = _rows_cpu() + _rows_gpu()
+    with EVIDENCE.open("w", newline="") as fh:
+        w = csv.DictWriter(fh, FIELDS, lineterminator="\n")
+        w.writeheader()
+        w.writerows(rows)
+    priors = []
+    for (corpus, method) in sorted({(r["corpus"], r["method"]) for r in rows}):
+        group = [r for r in rows if r["corpus"] == corpus and r["method"] == method]
+        err = max(abs(r["ln_own"]) for r in rows if r["method"] == method)
+        ks = [r["measured_k_bar"] for r in group]
+        bands = [_band(r) for r in group]
+        ratio = [r["measured_over_reference"] for r in group]
+        priors.append({
+            "corpus": corpus, "method": method, "k": group[0]["k"], "k_bar": round(statistics.median(ks), 4),
+            "k_bar_low": round(min(b[0] for b in bands) * math.exp(-err), 4),
+            "k_bar_high": round(max(b[1] for b in bands) * math.exp(err), 4),
+            "own_over_reference": round(statistics.median(ratio), 4), "own_over_reference_low": round(min(ratio), 4),
+            "own_over_reference_high": round(max(ratio), 4), "settings": len(group),
+            "hosts": "; ".join(sorted({r["host"] for r in group})), "model": "SmolLM2-135M-Instruct (real weights)",
+            "source": "calibration/kbar_own_evidence.csv rows " + ", ".join(sorted({r["source"] for r in group})),
+        })  # fmt: skip
+    with PRIORS.open("w", newline="") as fh:
+        w = csv.DictWriter(fh, list(priors[0]), lineterminator="\n")
+        w.writeheader()
+        w.writerows(priors)
+    for p in priors:
+        print(p)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
