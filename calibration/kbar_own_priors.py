@@ -7,7 +7,7 @@
 Evidence (one row per measured setting: host, corpus, configuration, concurrency):
 - ``calibration/real_cpu/run-*/results.json`` (``calibration/real_cpu/measure.py``: vLLM 0.32 on
   this project's 2-core CPU machine);
-- ``calibration/gpu_real/*/replay.json`` (``calibration/gpu_real/replay_own.py`` over the lead's
+- ``calibration/gpu_real/**/replay.json`` (``calibration/gpu_real/replay_own.py`` over the lead's
   ``real_campaign.py`` runs on the H200, vLLM 0.26), when present.
 
 Each row has vLLM's measured K̄ (tokens per step), the own-output replay's (the vanilla run's
@@ -50,7 +50,7 @@ def _rows_cpu() -> list[dict]:
 
 def _rows_gpu() -> list[dict]:
     rows = []
-    for path in sorted(HERE.glob("gpu_real/*/replay.json")):
+    for path in sorted(HERE.glob("gpu_real/**/replay.json")):
         res = json.loads(path.read_text())
         for r in res["rows"]:
             rows.append(_row(str(path.relative_to(HERE.parent)), r.get("gpu") or "gpu", r.get("vllm_version") or "",

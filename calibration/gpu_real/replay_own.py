@@ -68,6 +68,14 @@ def reference_map(kind: str) -> dict[str, str]:
     return out
 
 
+def _key(kind: str, prompt: str) -> str:
+    """The reference map's key of a recorded prompt: HumanEval's code inside the probe's chat ask
+    ("Complete this Python function. ... ```python\n{code}```", advisor.probe.corpus), else as is."""
+    if kind == "humaneval" and "```python\n" in prompt:
+        return prompt.split("```python\n", 1)[1].rsplit("```", 1)[0]
+    return prompt
+
+
 def _pairs(tok, rows: list[dict], max_tokens: int, responses: list[str | None] | None = None) -> list:
     """(prompt ids, response ids) of each row: the prompt as sent, the response (or ``responses[i]``)."""
     prompts = [_messages(r["messages"]) if r.get("messages") else AutoPrompt(r["prompt"]) for r in rows]
@@ -138,7 +146,7 @@ def main() -> int:
         for r in recs:
             rows = plain[(r["corpus"], r["concurrency"])]
             kind = "humaneval" if "humaneval" in Path(r["corpus"]).stem else "sharegpt"
-            ref_texts = [refs[kind].get(x["prompt"]) for x in rows]
+            ref_texts = [refs[kind].get(_key(kind, x["prompt"])) for x in rows]
             loads["own"].append((r["concurrency"], _pairs(tok, rows, max_tokens)))
             loads["own_same_run"].append((r["concurrency"], _pairs(tok, rows_of(cfg, r), max_tokens)))
             loads["reference"].append((r["concurrency"], _pairs(tok, rows, max_tokens, ref_texts)))
