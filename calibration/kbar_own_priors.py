@@ -81,9 +81,9 @@ def _band(r: dict) -> tuple[float, float]:
     return m * lo / own, m * hi / own
 
 
-def main() -> int:
+def main(evidence: Path = EVIDENCE, priors_path: Path = PRIORS) -> int:
     rows = _rows_cpu() + _rows_gpu()
-    with EVIDENCE.open("w", newline="") as fh:
+    with evidence.open("w", newline="") as fh:
         w = csv.DictWriter(fh, FIELDS, lineterminator="\n")
         w.writeheader()
         w.writerows(rows)
@@ -103,12 +103,13 @@ def main() -> int:
             "hosts": "; ".join(sorted({r["host"] for r in group})), "model": "SmolLM2-135M-Instruct (real weights)",
             "source": "calibration/kbar_own_evidence.csv rows " + ", ".join(sorted({r["source"] for r in group})),
         })  # fmt: skip
-    with PRIORS.open("w", newline="") as fh:
+    with priors_path.open("w", newline="") as fh:
         w = csv.DictWriter(fh, list(priors[0]), lineterminator="\n")
         w.writeheader()
         w.writerows(priors)
-    for p in priors:
-        print(p)
+    if evidence == EVIDENCE:
+        for p in priors:
+            print(p)
     return 0
 
 

@@ -20,7 +20,9 @@ slice (``--requests``-style, not time), so every configuration serves the same r
 
 ``--load FILE:CONCURRENCY:START:END`` (prompts START..END-1 of FILE). The model's own outputs of
 every load are written to ``O/responses-<config>-<corpus>-c<N>.jsonl`` (prompt + response), the
-records to ``O/records.jsonl``.
+records to ``O/records.jsonl``. With vLLM's ``return_token_ids`` (LoadSpec.keep_responses asks for
+it) each line also has ``finish_reason``, ``prompt_token_ids`` and ``token_ids``, which ``advisor
+kbar`` replays as they are; ``calibration/gpu_real/replay_own.py`` replays a run folder.
 """
 
 from __future__ import annotations
@@ -144,7 +146,9 @@ def main() -> int:
                             for r in sorted(load.responses, key=lambda r: r.index):
                                 p = prompts[r.index]
                                 fh.write(json.dumps({"index": start + r.index, "prompt": p.text, "messages": p.messages,
-                                                     "response": r.text, "completion_tokens": r.completion_tokens}) + "\n")  # fmt: skip
+                                                     "response": r.text, "completion_tokens": r.completion_tokens,
+                                                     "config": cfg.label, "api": srv.api, "finish_reason": r.finish_reason,
+                                                     "prompt_token_ids": r.prompt_token_ids, "token_ids": r.token_ids}) + "\n")  # fmt: skip
                         print(f"  {name} c{conc} [{start}:{end}]: {summary_line(rec, vt)}", flush=True)
             except BootFailure as exc:
                 rec = ProbeRecord(

@@ -16,8 +16,9 @@ drives it; n-gram: vLLM's prompt lookup):
 - ``reference``: the corpus's reference response for each prompt (HumanEval canonical solution,
   ShareGPT's recorded reply to that first turn), cut at the run's max_tokens.
 
-The responses hold text only: they are tokenized with the model's tokenizer (chat template), EOS
-appended where the output stopped before max_tokens. Writes ``RUN_DIR/replay.json``.
+Responses with vLLM's token ids (``prompt_token_ids``, ``token_ids``) are replayed as they are;
+text-only ones are tokenized with the model's tokenizer (chat template), EOS appended where the
+output stopped before max_tokens. Writes ``RUN_DIR/replay.json``.
 """
 
 from __future__ import annotations
@@ -84,6 +85,10 @@ def _pairs(tok, rows: list[dict], max_tokens: int, responses: list[str | None] |
     enc = tok.encode_pairs([(prompts[i], texts[i]) for i in keep])
     out = []
     for i, (p, ids) in zip(keep, enc):
+        row = rows[i]
+        if responses is None and row.get("prompt_token_ids") and row.get("token_ids"):
+            out.append((row["prompt_token_ids"], row["token_ids"]))  # vLLM's own ids (EOS among them when generated)
+            continue
         if responses is None:
             cut = (rows[i].get("completion_tokens") or 0) >= max_tokens
         else:

@@ -1,0 +1,38 @@
+"""calibration/kbar_own_*.csv are what calibration/kbar_own_priors.py makes of the committed runs,
+and the claims calibration/KBAR_PRIORS.md makes of them hold."""
+
+from __future__ import annotations
+
+import csv
+import importlib.util
+import statistics
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _script():
+    spec = importlib.util.spec_from_file_location("kbar_own_priors", ROOT / "calibration" / "kbar_own_priors.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_committed_csvs_are_the_scripts_output(tmp_path: Path):
+    _script().main(tmp_path / "e.csv", tmp_path / "p.csv")
+    for made, committed in (("e.csv", "kbar_own_evidence.csv"), ("p.csv", "kbar_own_priors.csv")):
+        assert (tmp_path / made).read_text() == (ROOT / "calibration" / committed).read_text(), committed
+
+
+def test_own_outputs_predict_and_reference_responses_under_predict():
+    rows = list(csv.DictReader((ROOT / "calibration" / "kbar_own_evidence.csv").open()))
+    assert {r["vllm"] for r in rows} >= {"0.32.0"} and len(rows) >= 4
+    for method, limit in (("suffix", 0.08), ("ngram", 0.07)):
+        own = [abs(float(r["ln_own"])) for r in rows if r["method"] == method]
+        ref = [float(r["ln_reference"]) for r in rows if r["method"] == method]
+        assert max(own) <= limit and statistics.median(own) <= 0.03, method
+        assert max(ref) < -0.1, method  # every setting: the reference replay is low by more than 10%
+    priors = list(csv.DictReader((ROOT / "calibration" / "kbar_own_priors.csv").open()))
+    for p in priors:
+        assert float(p["k_bar_low"]) < float(p["k_bar"]) < float(p["k_bar_high"])
+        assert float(p["own_over_reference_low"]) > 1.0
