@@ -32,7 +32,8 @@ from advisor.kbar.replay import RequestStats, _at_least
 DEFAULT_PROMPT_LOOKUP = 5
 """vLLM's ``prompt_lookup_min`` = ``prompt_lookup_max`` when neither is set (speculative.py:1197-1200, 0.32.0)."""
 DEFAULT_NGRAM_K = 4
-"""The advisor's n-gram K (advisor.probe.configs.DEFAULT_K); vLLM has no default for it."""
+"""The advisor's n-gram K (probes: advisor.probe.configs.DEFAULT_K; the layout search: advisor.plan.layout.NGRAM_K;
+``advisor kbar --method ngram``); vLLM has no default for it."""
 
 
 @dataclass(frozen=True)

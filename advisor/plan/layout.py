@@ -14,6 +14,7 @@ from typing import Callable, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from advisor.kbar.ngram import DEFAULT_NGRAM_K
 from advisor.errors import AdvisorError
 from advisor.hardware.gpus import GpuSpec
 from advisor.model.schema import ModelProfile
@@ -23,7 +24,7 @@ from advisor.predict.absolute import ReplicaLayout, ServingFigures, mtp_gain, ng
 from advisor.predict.kbar_prior import max_draft
 
 Objective = Literal["throughput", "latency"]
-NGRAM_K = 4
+NGRAM_K = DEFAULT_NGRAM_K  # the advisor's n-gram K, one place (advisor.kbar.ngram)
 """n-gram drafts per step searched (vLLM's prompt lookup defaults to 5-token matches)."""
 SUFFIX_K_FALLBACK = (16, 8)
 """Lower suffix K tried when the rules' K does not boot (only without --k)."""

@@ -17,9 +17,10 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from advisor.errors import UsageError
 from advisor.domain.decision import Decision, SuffixParams
+from advisor.kbar.ngram import DEFAULT_NGRAM_K
 from advisor.vllm_facts import DEFAULT_VERSION
 
-DEFAULT_K = {"suffix": 32, "ngram": 4}
+DEFAULT_K = {"suffix": 32, "ngram": DEFAULT_NGRAM_K}
 _DECISION_KEYS = {
     "gmu": "gpu_memory_utilization",
     "max_model_len": "max_model_len",
