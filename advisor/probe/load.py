@@ -141,6 +141,28 @@ class _Tally:
             self.result.errors.append(text[:300])
 
 
+def _kept_ids(chunk: dict, prompt_ids: list[int] | None, ids: list[int] | None, finish: str | None,
+              ) -> tuple[list[int] | None, list[int] | None, str | None]:  # fmt: skip
+    """What a streamed chunk adds to a kept response: vLLM's ``return_token_ids`` fields (chat: the
+    prompt's ids at the top of the first chunk, completions: in its choice; each choice's new
+    ``token_ids``) and the ``finish_reason``. Malformed parts are ignored, never raised on."""
+    def _int_list(v: object) -> list[int] | None:
+        return v if isinstance(v, list) and all(isinstance(t, int) and not isinstance(t, bool) for t in v) else None
+
+    prompt_ids = _int_list(chunk.get("prompt_token_ids")) or prompt_ids
+    choices = chunk.get("choices")
+    for choice in choices if isinstance(choices, list) else ():
+        if not isinstance(choice, dict):
+            continue
+        reason = choice.get("finish_reason")
+        finish = reason if isinstance(reason, str) else finish
+        prompt_ids = _int_list(choice.get("prompt_token_ids")) or prompt_ids
+        new = _int_list(choice.get("token_ids"))
+        if new is not None:
+            ids = (ids or []) + new
+    return prompt_ids, ids, finish
+
+
 async def _one(client, url: str, api: str, body: dict, tally: _Tally, index: int | None = None) -> None:
     """One streamed request; with ``index`` set, its generated text is kept in the tally."""
     start = time.perf_counter()
@@ -168,15 +190,9 @@ async def _one(client, url: str, api: str, body: dict, tally: _Tally, index: int
             chunk = json.loads(data)
             if chunk.get("usage"):
                 tokens = chunk["usage"].get("completion_tokens")
-            if index is not None and isinstance(chunk.get("prompt_token_ids"), list):
-                prompt_ids = chunk["prompt_token_ids"]
+            if index is not None and isinstance(chunk, dict):
+                prompt_ids, ids, finish = _kept_ids(chunk, prompt_ids, ids, finish)
             for choice in chunk.get("choices") or ():
-                if index is not None:
-                    finish = choice.get("finish_reason") or finish
-                    if isinstance(choice.get("prompt_token_ids"), list):  # /v1/completions puts it here
-                        prompt_ids = choice["prompt_token_ids"]
-                    if isinstance(choice.get("token_ids"), list):
-                        ids = (ids or []) + choice["token_ids"]
                 piece = _piece(api, choice)
                 if piece:
                     pieces.append(piece)
