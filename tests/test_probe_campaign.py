@@ -242,6 +242,7 @@ def test_save_responses_keeps_own_outputs_per_configuration_and_kbar_replays_the
     res = json.loads(capsys.readouterr().out)
     assert rc == 0 and res["own_outputs"] and res["replayed_config"] == "vanilla" and res["requests"] == 6
     assert res["skipped"] == {"other_config": 12} and res["tokens"] == 48  # the recorded ids, no EOS added
+    assert res["tokenizer"].startswith("none needed") and not res["tokenizer_fallback"]
     # 97 98 97 98 97 98 97 98 after "prompt number 0": prefill 97 (no earlier 97); 98 (none drafted);
     # 97 (98 matched the "b" of "number": draft "er" rejected); then 98 97 + bonus 98; then 97 98,
     # the end: 8 tokens in 5 steps.

@@ -124,6 +124,8 @@ class _Prefetch:
         self._samples, self._read, self._tok = samples, read, tok
         self._eos = [] if eos is None else [eos]
         self._append = append_eos
+        self.tokenized = 0
+        """Samples that went through the tokenizer (the others carried vLLM's own token ids)."""
         self._queue: queue.Queue = queue.Queue(maxsize=depth)
         self._halt = threading.Event()
         self._thread = threading.Thread(target=self._run, name="kbar-prefetch", daemon=True)
@@ -157,6 +159,7 @@ class _Prefetch:
         """Token ids of each sample: vLLM's own when recorded (EOS already among them when generated),
         else tokenized, ending with EOS when the model stopped on it (``Sample.eos``; unknown: ``append_eos``)."""
         text = [s for s in samples if s.prompt_ids is None or s.response_ids is None]
+        self.tokenized += len(text)
         encoded = iter(self._tok.encode_pairs([(s.prompt, s.response) for s in text])) if text else iter(())
         out = []
         for s in samples:
@@ -366,7 +369,10 @@ def estimate_kbar(
     fig = figures(totals["output_tokens"], totals["steps"], totals["drafts"], totals["draft_tokens"], totals["accepted"])
     elapsed = time.perf_counter() - t_start
     notes = [tok.note] if tok.note else []
-    if tok.fallback:
+    ids_only = prefetch.tokenized == 0
+    if ids_only:
+        notes.append("every request carried vLLM's own token ids: replayed as recorded, the tokenizer was not used")
+    elif tok.fallback:
         notes.append("tokenized with the built-in fallback tokenizer, not the target model's: K̄ is approximate")
     if state.stop_reason == "until_ci":
         notes.append(f"stopped early after {counts.n} requests (K̄'s relative CI half-width <= {until_ci} and "
@@ -395,8 +401,8 @@ def estimate_kbar(
         own_outputs=own,
         replayed_config=chosen[0] if own else None,
         formats=dict(state.formats),
-        tokenizer=tok.label,
-        tokenizer_fallback=tok.fallback,
+        tokenizer="none needed (vLLM's token ids as recorded)" if ids_only else tok.label,
+        tokenizer_fallback=tok.fallback and not ids_only,
         k=k,
         params=params,
         mean_acceptance_length=fig["mean_acceptance_length"],
