@@ -158,6 +158,7 @@ def test_calibrate_fits_and_stores_a_probed_hosts_profile(tmp_path, run_cli):
 def test_real_probe_evaluation_scores_the_chosen_option(tmp_path):
     """Evaluation (b) reads records.jsonl under calibration/, asks the predictor for each option
     without the measured K̄, and scores the chosen one against the best measured."""
+    from advisor.cli.calibrate import calibration_records
     from advisor.predict import real_probes
     from advisor.predict.dataset import default_profile_of
     from advisor.probe.record import ProbeRecord
@@ -171,7 +172,7 @@ def test_real_probe_evaluation_scores_the_chosen_option(tmp_path):
             ProbeRecord(**base, config="ngram:4", throughput_tok_s=1100.0, tokens_per_step=1.4),
             ProbeRecord(**{**base, "campaign_id": "c-dummy"}, config="vanilla", throughput_tok_s=1.0, weights="dummy")]
     (cal / "records.jsonl").write_text("".join(r.model_dump_json() + "\n" for r in recs))
-    out = real_probes.evaluate(tmp_path / "calibration", default_profile_of())
+    out = real_probes.evaluate(calibration_records(tmp_path / "calibration"), tmp_path / "calibration", default_profile_of())
     assert out["available"] and out["campaigns"] == 1
     (row,) = out["rows"]
     assert row["options"]["vanilla"] == {"predicted": 1.0, "measured": 1.0}
@@ -179,4 +180,4 @@ def test_real_probe_evaluation_scores_the_chosen_option(tmp_path):
     best = max(o["measured"] for o in row["options"].values())
     assert row["chosen_frac"] == pytest.approx(row["options"][row["chosen"]]["measured"] / best, rel=1e-3)
     assert row["within_2pct"] == (row["chosen"] == "ngram:4")
-    assert not real_probes.evaluate(tmp_path / "nothing", default_profile_of())["available"]
+    assert not real_probes.evaluate(calibration_records(tmp_path / "nothing"), tmp_path / "nothing", default_profile_of())["available"]

@@ -199,6 +199,27 @@ def _print_published(pub: dict) -> None:
               f" (goal <= {pub['goal']['median_abs_log']}, 80-95%: {'met' if v['meets_goal'] else 'NOT met'})")
 
 
+def calibration_records(calibration_dir) -> list:
+    """Every ProbeRecord committed under ``calibration_dir`` (probe stores and records.jsonl files), deduplicated."""
+    from advisor.probe.record import ProbeRecord
+    from advisor.probe.store import ProbeStore
+
+    seen: dict[tuple, object] = {}
+    for path in sorted(calibration_dir.rglob("probes.sqlite")):
+        with ProbeStore(path, busy_timeout_s=2.0) as store:
+            for r in store.list_records():
+                seen[(r.campaign_id, r.config, r.started_at)] = r
+    for path in sorted(calibration_dir.rglob("records.jsonl")):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if line.strip():
+                try:
+                    r = ProbeRecord.model_validate_json(line)
+                except ValueError:
+                    continue
+                seen[(r.campaign_id, r.config, r.started_at)] = r
+    return list(seen.values())
+
+
 @app.command("calibrate")
 def calibrate_cmd(
     evaluate: bool = typer.Option(False, "--evaluate", help="Leave-one-model-out evaluation on the seed sweep, with baselines."),
@@ -231,7 +252,7 @@ def calibrate_cmd(
         from advisor.predict import real_probes
 
         res["published"] = published.evaluate(data_path("calibration"), profile_of)
-        res["real_probes"] = real_probes.evaluate(data_path("calibration"), profile_of)
+        res["real_probes"] = real_probes.evaluate(calibration_records(data_path("calibration")), data_path("calibration"), profile_of)
         res["host_profiles"] = {"seed_inferred": host_infer.infer(obs, profile_of)["best"],
                                 "profiles": [p.model_dump() for p in host_infer.hp.known()],
                                 "probe_check": _probe_check(profile_of)}

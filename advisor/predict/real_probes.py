@@ -1,7 +1,7 @@
 """Real-weight probes against the predictor (``calibrate --evaluate``'s ``real_probes`` section:
 issue #22's evaluation (b)).
 
-Every ``calibration/**/probes.sqlite`` and ``calibration/**/records.jsonl`` is read; records with
+The CLI reads every ``calibration/**/probes.sqlite`` and ``calibration/**/records.jsonl`` and hands the records in; records with
 real weights on a GPU that form a campaign (one model, corpus, concurrency, host) with a
 ``vanilla`` run and ``suffix:K`` and/or ``ngram:K`` runs are scored. For each campaign the predictor
 is asked, without the measured K̄ (that would be the answer), for each option's gain on that host
@@ -26,26 +26,6 @@ GOAL_WITHIN = 0.02
 GOAL_MEDIAN_ABS_LOG = 0.15
 
 
-def _records(calibration_dir: Path) -> list:
-    from advisor.probe.record import ProbeRecord
-    from advisor.probe.store import ProbeStore
-
-    seen: dict[tuple, object] = {}
-    for path in sorted(calibration_dir.rglob("probes.sqlite")):
-        with ProbeStore(path, busy_timeout_s=2.0) as store:
-            for r in store.list_records():
-                seen[(r.campaign_id, r.config, r.started_at)] = r
-    for path in sorted(calibration_dir.rglob("records.jsonl")):
-        for line in path.read_text(encoding="utf-8").splitlines():
-            if line.strip():
-                try:
-                    r = ProbeRecord.model_validate_json(line)
-                except ValueError:
-                    continue
-                seen[(r.campaign_id, r.config, r.started_at)] = r
-    return [r for r in seen.values() if r.outcome == "ok" and r.throughput_tok_s and r.gpu and r.weights == "real"]
-
-
 def _profile(model: str, profile_of, calibration_dir: Path):
     from advisor.errors import AdvisorError
     from advisor.predict.host_infer import profile_for_record
@@ -59,7 +39,13 @@ def _profile(model: str, profile_of, calibration_dir: Path):
         raise
 
 
-def evaluate(calibration_dir: Path, profile_of) -> dict:
+def usable(records: list) -> list:
+    """The records evaluation (b) scores: finished, measured, on a GPU, with real weights."""
+    return [r for r in records if r.outcome == "ok" and r.throughput_tok_s and r.gpu and r.weights == "real"]
+
+
+def evaluate(records: list, calibration_dir: Path, profile_of) -> dict:
+    """Score ``records`` (ProbeRecords read at the edge: ``cli/calibrate.py``'s ``calibration_records``)."""
     from advisor.domain.workload import Workload
     from advisor.errors import AdvisorError
     from advisor.hardware.gpus import get_gpu
@@ -67,7 +53,7 @@ def evaluate(calibration_dir: Path, profile_of) -> dict:
     from advisor.predict.absolute import ReplicaLayout, ngram_gain
     from advisor.predict.api import predict
 
-    recs = _records(calibration_dir)
+    recs = usable(records)
     by: dict[str, list] = {}
     for r in recs:
         by.setdefault(r.campaign_id, []).append(r)
