@@ -45,7 +45,7 @@ def test_grid_has_plain_and_verification_points_with_provenance(points, profiles
 def test_shipped_spec_step_constants_are_the_fit_of_the_shipped_grid(points, profiles):
     """SPEC_STEP_FIXED_S / SPEC_STEP_PER_SEQ_S come from the measurements, not by hand."""
     assert g.fit_spec_constants(points, profiles) == (sc.SPEC_STEP_FIXED_S, sc.SPEC_STEP_PER_SEQ_S)
-    assert hp.spec_costs("release") == (sc.SPEC_STEP_FIXED_S, sc.SPEC_STEP_PER_SEQ_S)
+    assert hp.spec_costs("offline-grid") == (sc.SPEC_STEP_FIXED_S, sc.SPEC_STEP_PER_SEQ_S)
 
 
 def test_plain_steps_predicted_within_5_percent_dense_8b_and_20_percent_gqa(points, profiles):
@@ -97,6 +97,8 @@ def test_seed_rows_keep_their_build_and_releases_pay_the_measured_costs():
     gpu = get_gpu("H200")
     rel = sc.r_ratio(p, gpu, 1, concurrency=32, draft_tokens=4, context=1344)
     seed = sc.r_ratio(p, gpu, 1, concurrency=32, draft_tokens=4, context=1344, build="seed")
-    assert rel.spec.t_spec_fixed == sc.SPEC_STEP_FIXED_S and seed.spec.t_spec_fixed == 0.0
-    assert rel.r > seed.r
+    grid = sc.r_ratio(p, gpu, 1, concurrency=32, draft_tokens=4, context=1344, build="offline-grid")
+    assert rel.spec.t_spec_fixed == hp.get("release").suffix_step_s and seed.spec.t_spec_fixed == 0.0
+    assert grid.spec.t_spec_fixed == sc.SPEC_STEP_FIXED_S  # the offline grid: a reference profile of its own
+    assert rel.r > grid.r > seed.r
     assert rel.plain.total == seed.plain.total  # the plain step does not depend on the drafter

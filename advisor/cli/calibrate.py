@@ -75,7 +75,7 @@ def _gpu_steps(profile_of, run_eval) -> dict:
     from advisor.predict.dataset import seed_observations
 
     section = gpu_steps.evaluate(data_path("calibration"), profile_of)
-    moved = [o.model_copy(update={"build": "release"}) for o in seed_observations(replicates=True)]
+    moved = [o.model_copy(update={"build": "offline-grid"}) for o in seed_observations(replicates=True)]
     section["release_physics_on_seed"] = {
         "lomo": run_eval(profile_of, observations=moved)["lomo"],
         "note": "the seed rows scored with the suffix-step costs measured on vLLM 0.26.0 (H200) instead of "
@@ -177,9 +177,10 @@ def _store_host_profiles(records, profile_of) -> dict:
     from advisor.errors import AdvisorError
 
     fitted, skipped = [], []
+    asyncs = host_infer.async_off_pairs(records or [])
     for fp, pairs in host_infer.probe_pairs(records or []).items():
         try:
-            fitted.append(host_infer.profile_from_probes(pairs, profile_of))
+            fitted.append(host_infer.profile_from_probes(pairs, profile_of, async_pairs=asyncs.get(fp)))
         except AdvisorError as exc:  # a probed model the catalog cannot resolve: say so, fit the others
             skipped.append(f"host {fp[:12]}: {exc}")
     if fitted:
@@ -255,7 +256,8 @@ def calibrate_cmd(
         res["real_probes"] = real_probes.evaluate(calibration_records(data_path("calibration")), data_path("calibration"), profile_of)
         res["host_profiles"] = {"seed_inferred": host_infer.infer(obs, profile_of)["best"],
                                 "profiles": [p.model_dump() for p in host_infer.hp.known()],
-                                "probe_check": _probe_check(profile_of)}
+                                "probe_check": _probe_check(profile_of),
+                                "serving_fit": host_infer.serving_fit(data_path("calibration"), profile_of)}
         if json_out:
             emit_json(res)
         else:
@@ -279,7 +281,10 @@ def calibrate_cmd(
     for h in report["host_profiles"]["profiles"]:
         pr = h["profile"]
         print(f"host profile {pr['id']} ({pr['gpu']}, {pr['cpu_model']}, vLLM {pr['vllm_version']}): suffix step "
-              f"{pr['suffix_step_s'] * 1e3:.2f} ms + {pr['suffix_per_seq_s'] * 1e6:.0f} us/seq"
+              f"{pr['suffix_step_s'] * 1e3:.2f} ms + {pr['suffix_per_seq_s'] * 1e6:.0f} us/seq, n-gram step "
+              f"{pr['ngram_step_s'] * 1e3:.2f} ms + {pr['ngram_per_seq_s'] * 1e6:.0f} us/seq"
+              + (f" (of which async scheduling off {pr['async_off_step_s'] * 1e3:.2f} ms + {pr['async_off_per_seq_s'] * 1e6:.0f} us/seq)"
+                 if pr["async_off_step_s"] else "")
               + (" (AT THE FIT GRID'S EDGE)" if h["at_grid_edge"] else "") + f" -> {report['host_profiles']['file']}")
     print(f"calibration: {report['seed_rows']} seed rows + {report['probe_rows']} probe rows ({where})")
     if not report["rows"]:

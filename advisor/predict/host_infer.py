@@ -75,36 +75,81 @@ FIT_PER_SEQ_S = tuple(i * 10e-6 for i in range(0, 41))
 """Per-sequence candidates for a probed host (0-400 us in 10 us steps, as gpu_steps.FIT_B_GRID)."""
 ASSUMED_NGRAM_PER_SEQ_S = 10e-6
 """n-gram's per-sequence cost where no n-gram probe measured it (NgramProposer's numba loop; ASSUMED)."""
+NO_ASYNC_FLAG = "--no-async-scheduling"
+"""A vanilla run with this flag measures what async scheduling off costs a plain step on the host."""
+
+
+def _no_async(r) -> bool:
+    return NO_ASYNC_FLAG in (r.command or [])
 
 
 class _Pair:
-    """One campaign's vanilla + suffix:K runs on a GPU host, with the R they imply."""
+    """One campaign's vanilla + speculative (``suffix:K`` or ``ngram:K``) runs on a GPU host, with the R they imply."""
 
     def __init__(self, van, suf) -> None:
         self.van, self.suf = van, suf
+        self.method = suf.config.split(":", 1)[0]
         self.k = int(suf.config.split(":", 1)[1].split("@", 1)[0] or 32)
         self.kbar = suf.tokens_per_step or suf.mean_acceptance_length or 1.0
         self.r_meas = self.kbar * van.throughput_tok_s / suf.throughput_tok_s
         acc = (suf.mean_acceptance_length - 1) * suf.spec_drafts / suf.spec_draft_tokens \
             if suf.spec_drafts and suf.spec_draft_tokens and suf.mean_acceptance_length else None  # fmt: skip
         self.draft = min(self.k, kp.max_draft(self.k), (self.kbar - 1) / acc) if acc else kp.draft_tokens(self.kbar, self.k)
-        self.share = 1.0 if getattr(suf, "weights", "real") == "dummy" else 0.6
+        seq_steps = suf.output_tokens / self.kbar if suf.output_tokens else 0
+        # share of sequences that drafted in a step: measured (drafts / sequence-steps) where the counters are there
+        self.share = min(1.0, suf.spec_drafts / seq_steps) if suf.spec_drafts and seq_steps else \
+            (1.0 if getattr(suf, "weights", "real") == "dummy" else 0.6)  # fmt: skip
 
 
 def probe_pairs(records) -> dict[str, list[_Pair]]:
-    """{host fingerprint: pairs}: ok vanilla + suffix:K runs of one campaign on a GPU (dummy weights
-    welcome: only the step cost is read from them, through R = tokens per step / gain)."""
+    """{host fingerprint: pairs}: ok vanilla + ``suffix:K`` / ``ngram:K`` runs of one campaign on a GPU
+    (dummy weights welcome: only the step cost is read from them, through R = tokens per step / gain)."""
     by: dict[str, list] = {}
     for r in records:
         if r.outcome == "ok" and r.throughput_tok_s and r.gpu and r.host_fingerprint:
             by.setdefault(r.campaign_id, []).append(r)
     out: dict[str, list[_Pair]] = {}
     for recs in by.values():
-        vans = [r for r in recs if r.config == "vanilla"]
-        for suf in (r for r in recs if r.config.startswith("suffix:") and "@" not in r.config and r.tokens_per_step):
+        vans = [r for r in recs if r.config == "vanilla" and not _no_async(r)]
+        for suf in (r for r in recs if r.config.startswith(("suffix:", "ngram:")) and "@" not in r.config and r.tokens_per_step):
             if vans:
                 out.setdefault(suf.host_fingerprint, []).append(_Pair(max(vans, key=lambda v: v.started_at), suf))
     return out
+
+
+def _load_key(r) -> tuple:
+    return (r.host_fingerprint, r.model, r.corpus, r.concurrency, r.gpu, r.tensor_parallel_size, r.weights, r.max_tokens)
+
+
+def async_off_pairs(records) -> dict[str, list[tuple]]:
+    """{host fingerprint: [(vanilla, vanilla with --no-async-scheduling)]} of one load (model, corpus,
+    concurrency, GPU, TP, weights): what turning async scheduling off costs a plain step there."""
+    ok = [r for r in records if r.outcome == "ok" and r.throughput_tok_s and r.gpu and r.host_fingerprint
+          and r.config == "vanilla"]  # fmt: skip
+    plain = {}
+    for r in ok:
+        if not _no_async(r):
+            k = _load_key(r)
+            if k not in plain or r.started_at > plain[k].started_at:
+                plain[k] = r
+    out: dict[str, list[tuple]] = {}
+    for r in (r for r in ok if _no_async(r)):
+        if _load_key(r) in plain:
+            out.setdefault(r.host_fingerprint, []).append((plain[_load_key(r)], r))
+    return out
+
+
+def fit_async_off(pairs: list[tuple]) -> tuple[float, float]:
+    """(per-step, per-sequence) seconds async scheduling off adds to a plain step: least squares of the
+    measured step-time difference (concurrency / throughput, one token per sequence per step) on
+    concurrency; one concurrency identifies the per-step part only. The slope is kept >= 0."""
+    xs = [float(v.concurrency) for v, _ in pairs]
+    ys = [v.concurrency / n.throughput_tok_s - v.concurrency / v.throughput_tok_s for v, n in pairs]
+    if len(set(xs)) < 2:
+        return max(0.0, statistics.fmean(ys)), 0.0
+    mx, my = statistics.fmean(xs), statistics.fmean(ys)
+    b = max(0.0, sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs))
+    return max(0.0, my - b * mx), b
 
 
 def profile_for_record(model: str, profile_of: ProfileFn):
@@ -127,41 +172,92 @@ def _r_pred(pair: _Pair, profile, name: str) -> float:
 
     ctx = kp.shape_for(None if pair.suf.corpus.endswith((".jsonl", ".json", ".txt")) else pair.suf.corpus).context(profile.family)
     return r_ratio(profile, get_gpu(pair.suf.gpu), pair.suf.tensor_parallel_size, concurrency=pair.suf.concurrency,
-                   draft_tokens=pair.draft, context=ctx, draft_share=pair.share, k=pair.k, build=name).r  # fmt: skip
+                   draft_tokens=pair.draft, context=ctx, draft_share=pair.share, k=pair.k, build=name,
+                   method=pair.method).r  # fmt: skip
 
 
-def profile_from_probes(pairs: list[_Pair], profile_of: ProfileFn, base: str = "release") -> dict:
-    """The (per-step, per-sequence) suffix cost that reproduces the R these probes measured (least
-    summed |ln R_pred / R_meas| on FIT_STEP_S x FIT_PER_SEQ_S; ties: the smaller per-sequence share),
-    as a host profile row with its evidence. Probes at one concurrency only identify
-    per-step + concurrency x per-sequence: the per-sequence share is then held at ``base``'s."""
+def _method_candidate(base: str, method: str, a: float, b: float) -> str:
+    if method == "suffix":
+        return _candidate(base, a, b)
+    src = hp.get(base)
+    name = f"{src.id}?ngram{a:.6f}/{b:.6f}"
+    hp.register(src.model_copy(update={"id": name, "aliases": "", "ngram_step_s": a, "ngram_per_seq_s": b,
+                                       "provenance": "candidate", "source": "host_infer"}))  # fmt: skip
+    return name
+
+
+def _fit_method(pairs: list[_Pair], profile_of: ProfileFn, base: str, method: str) -> tuple[float, float, list[int]]:
+    """Least summed |ln R_pred / R_meas| over ``pairs`` (one method) on FIT_STEP_S x FIT_PER_SEQ_S."""
     concs = sorted({p.suf.concurrency for p in pairs})
-    per_seq = FIT_PER_SEQ_S if len(concs) > 1 else (hp.get(base).suffix_per_seq_s,)
+    held = hp.get(base).costs(method)[1]  # type: ignore[arg-type]
+    per_seq = FIT_PER_SEQ_S if len(concs) > 1 else (held,)
+    # A speculative step's cost is linear in the profile's pair (stepcost.step_cost adds per-step +
+    # per-sequence x sequences), so R(a, b) = R(0, 0) + (a + b x sequences) / plain step: one r_ratio per pair.
+    zero = _method_candidate(base, method, 0.0, 0.0)
+    base_r = []
+    for p in pairs:
+        m = profile_for_record(p.suf.model, profile_of)
+        ctx = kp.shape_for(None if p.suf.corpus.endswith((".jsonl", ".json", ".txt")) else p.suf.corpus).context(m.family)
+        from advisor.hardware.gpus import get_gpu
+
+        rb = r_ratio(m, get_gpu(p.suf.gpu), p.suf.tensor_parallel_size, concurrency=p.suf.concurrency, draft_tokens=p.draft,
+                     context=ctx, draft_share=p.share, k=p.k, build=zero, method=p.method)  # fmt: skip
+        base_r.append((rb.r, rb.plain.total, p.suf.concurrency, p.r_meas))
     best = (math.inf, 0.0, 0.0)
     for a in FIT_STEP_S:
         for b in per_seq:
-            name = _candidate(base, a, b)
-            err = sum(abs(math.log(_r_pred(p, profile_for_record(p.suf.model, profile_of), name) / p.r_meas)) for p in pairs)
+            err = sum(abs(math.log((r0 + (a + b * n) / plain) / rm)) for r0, plain, n, rm in base_r)
             if err < best[0] - 1e-12:
                 best = (err, a, b)
-    _, a, b = best
+    return best[1], best[2], concs
+
+
+def profile_from_probes(pairs: list[_Pair], profile_of: ProfileFn, base: str = "release",
+                        async_pairs: list[tuple] | None = None) -> dict:  # fmt: skip
+    """The (per-step, per-sequence) cost of each probed method (suffix, n-gram) that reproduces the R
+    these probes measured (least summed |ln R_pred / R_meas| on FIT_STEP_S x FIT_PER_SEQ_S; ties: the
+    smaller per-sequence share), with the async-scheduling-off share where ``--no-async-scheduling``
+    vanilla runs measured it, as a host profile row with its evidence. Probes at one concurrency only
+    identify per-step + concurrency x per-sequence: the per-sequence share is then held at ``base``'s."""
+    from advisor.errors import DataError
+
+    by = {m: [p for p in pairs if p.method == m] for m in ("suffix", "ngram")}
+    if not pairs:
+        raise DataError("no vanilla + suffix:K / ngram:K probe pairs to fit a host profile from")
+    fits = {m: _fit_method(ps, profile_of, base, m) for m, ps in by.items() if ps}
+    notes = []
+    for m, (a, b, concs) in fits.items():
+        notes.append(f"{m}: MEASURED by advisor probe ({len(by[m])} vanilla/{m} pair(s) at concurrency "
+                     f"{', '.join(map(str, concs))}; R = tokens per step / gain, fitted by host_infer.profile_from_probes"
+                     + (f"; one concurrency: per-sequence held at {base}'s" if len(concs) == 1 else "") + ")")  # fmt: skip
+    if "suffix" not in fits:
+        fits["suffix"] = fits["ngram"]
+        notes.append("suffix: per-step and per-sequence as n-gram (INFERRED: no suffix probe)")
+    if "ngram" not in fits:
+        fits["ngram"] = (fits["suffix"][0], ASSUMED_NGRAM_PER_SEQ_S, [])
+        notes.append("n-gram: per-step as suffix, per-sequence ASSUMED")
+    (sa, sb, _), (na, nb, _) = fits["suffix"], fits["ngram"]
+    aa = ab = 0.0
+    if async_pairs:
+        aa, ab = fit_async_off(async_pairs)
+        aa, ab = round(min(aa, sa, na), 6), round(min(ab, max(sb, nb)), 7)
+        notes.append(f"async scheduling off: MEASURED ({len(async_pairs)} vanilla pair(s) with and without "
+                     f"{NO_ASYNC_FLAG}, host_infer.fit_async_off), a labelled share of each method's cost")  # fmt: skip
     s = pairs[0].suf
     host = s.host or {}
-    fit_name = _candidate(base, a, b)
     prof = hp.HostProfile(
         id=f"probe-{s.host_fingerprint[:12]}", gpu=s.gpu, cpu_model=((host.get("cpu") or {}).get("model") or "unknown"),
-        vllm_version=s.vllm_version or "unknown", suffix_step_s=round(a, 6), suffix_per_seq_s=round(b, 6),
-        ngram_step_s=round(a, 6), ngram_per_seq_s=ASSUMED_NGRAM_PER_SEQ_S,
-        provenance=(f"suffix: MEASURED by advisor probe ({len(pairs)} vanilla/suffix pair(s) at concurrency "
-                    f"{', '.join(map(str, concs))}; R = tokens per step / gain, fitted by host_infer.profile_from_probes"
-                    + (f"; one concurrency: per-sequence held at {base}'s" if len(concs) == 1 else "")
-                    + "); n-gram: per-step as suffix, per-sequence ASSUMED"),
-        source="probe store: campaigns " + ", ".join(sorted({p.suf.campaign_id for p in pairs})),
+        vllm_version=s.vllm_version or "unknown", suffix_step_s=round(sa, 6), suffix_per_seq_s=round(sb, 6),
+        ngram_step_s=round(na, 6), ngram_per_seq_s=round(nb, 6), async_off_step_s=aa, async_off_per_seq_s=ab,
+        provenance="; ".join(notes), source="probe store: campaigns " + ", ".join(sorted({p.suf.campaign_id for p in pairs})),
     )  # fmt: skip
-    table = [{"campaign": p.suf.campaign_id, "model": p.suf.model, "concurrency": p.suf.concurrency, "k_bar": round(p.kbar, 3),
-              "gain": round(p.suf.throughput_tok_s / p.van.throughput_tok_s, 4), "r_measured": round(p.r_meas, 4),
-              "r_fitted": round(_r_pred(p, profile_for_record(p.suf.model, profile_of), fit_name), 4)} for p in pairs]  # fmt: skip
-    edge = a == FIT_STEP_S[-1] or (len(per_seq) > 1 and b == per_seq[-1])
+    fit_name = {"suffix": _method_candidate(base, "suffix", sa, sb), "ngram": _method_candidate(base, "ngram", na, nb)}
+    table = [{"campaign": p.suf.campaign_id, "model": p.suf.model, "method": p.method, "concurrency": p.suf.concurrency,
+              "k_bar": round(p.kbar, 3), "gain": round(p.suf.throughput_tok_s / p.van.throughput_tok_s, 4),
+              "r_measured": round(p.r_meas, 4),
+              "r_fitted": round(_r_pred(p, profile_for_record(p.suf.model, profile_of), fit_name[p.method]), 4)}
+             for p in pairs]  # fmt: skip
+    edge = any(a == FIT_STEP_S[-1] or (len(c) > 1 and b == FIT_PER_SEQ_S[-1]) for a, b, c in fits.values() if c)
     return {"profile": prof.model_dump(), "pairs": table, "at_grid_edge": edge}
 
 
@@ -174,3 +270,79 @@ def probe_check(pairs: list[_Pair], profile_of: ProfileFn, build: str) -> list[d
                     "concurrency": p.suf.concurrency, "r_measured": round(p.r_meas, 4), "r_predicted": round(pred, 4),
                     "ln_pred_over_meas": round(math.log(pred / p.r_meas), 4), "profile": hp.get(build).id})  # fmt: skip
     return out
+
+
+SERVING_CAMPAIGN = "gpu_real/h200-vllm0.26.0"
+"""The H200 serving campaign under calibration/ (calibration/gpu_real/README.md)."""
+SERVING_FIT = ("l8-dummy", "l8-dummy-noasync")
+"""Its folders the shipped ``h200-vllm0.26.0`` profile is fitted on (Llama-3.1-8B shape, dummy weights)."""
+SERVING_CHECK = ("smol-r1", "smol-r2")
+"""Its folders held out to check it (SmolLM2-135M-Instruct, real weights, two passes)."""
+
+
+def read_records(folder) -> list:
+    """The ProbeRecords of a campaign folder's records.jsonl."""
+    from advisor.probe.record import ProbeRecord
+
+    path = folder / "records.jsonl"
+    return [ProbeRecord.model_validate_json(x) for x in path.read_text(encoding="utf-8").splitlines() if x.strip()]
+
+
+def _check(pairs: list[_Pair], profile_of: ProfileFn, name: str) -> dict:
+    """R and gain (with the measured K̄) that profile ``name`` predicts for ``pairs``, per method."""
+    rows, by = [], {}
+    for p in pairs:
+        r = _r_pred(p, profile_for_record(p.suf.model, profile_of), name)
+        gain = p.suf.throughput_tok_s / p.van.throughput_tok_s
+        rows.append({"campaign": p.suf.campaign_id, "method": p.method, "corpus": p.suf.corpus.rsplit("/", 1)[-1],
+                     "concurrency": p.suf.concurrency, "k_bar": round(p.kbar, 3), "r_measured": round(p.r_meas, 3),
+                     "r_predicted": round(r, 3), "gain_measured": round(gain, 3), "gain_predicted": round(p.kbar / r, 3)})  # fmt: skip
+        by.setdefault(p.method, []).append(abs(math.log(r / p.r_meas)))
+    return {"median_abs_log_r": {m: round(statistics.median(v), 4) for m, v in by.items()}, "rows": rows}
+
+
+def serving_fit(calibration_dir, profile_of: ProfileFn) -> dict:
+    """The H200 serving profile refitted from SERVING_FIT through the probe path (profile_from_probes,
+    what `advisor calibrate` does with a user's --dummy-weights probes), and held out on SERVING_CHECK:
+    the R and gains (measured K̄) it predicts for a 135M model with real weights, next to what the
+    offline-engine grid's profile predicts. Plain steps of the held-out model: measured against modelled."""
+    from advisor.hardware.gpus import get_gpu
+    from advisor.predict.stepcost import StepShape, step_cost
+
+    from advisor.errors import AdvisorError
+
+    def local(model: str, _of=profile_of):
+        try:
+            return _of(model)
+        except AdvisorError:  # a model directory on the GPU machine: the same folder under .cache/models/
+            here = calibration_dir.parent / ".cache" / "models" / model.rstrip("/").rsplit("/", 1)[-1]
+            if here.is_dir():
+                return _of(str(here))
+            raise
+
+    profile_of = local
+    root = calibration_dir / SERVING_CAMPAIGN
+    if not (root / SERVING_FIT[0] / "records.jsonl").is_file():
+        return {"available": False, "reason": f"no {SERVING_CAMPAIGN}/{SERVING_FIT[0]}/records.jsonl under calibration/"}
+    recs = [r for f in SERVING_FIT if (root / f / "records.jsonl").is_file() for r in read_records(root / f)]
+    pairs = [p for ps in probe_pairs(recs).values() for p in ps]
+    asyncs = [a for ps in async_off_pairs(recs).values() for a in ps]
+    fit = profile_from_probes(pairs, profile_of, base="offline-grid", async_pairs=asyncs)
+    prof = hp.HostProfile(**{**fit["profile"], "id": "serving-fit?"})
+    hp.register(prof)
+    passes = [read_records(root / f) for f in SERVING_CHECK if (root / f / "records.jsonl").is_file()]
+    held = [r for recs in passes for r in recs]
+    # each pass against its own vanilla (the two passes share campaign ids)
+    hpairs = [p for recs in passes for ps in probe_pairs(recs).values() for p in ps]
+    plain = []
+    for r in (r for r in held if r.config == "vanilla" and not _no_async(r)):
+        m = profile_for_record(r.model, profile_of)
+        ctx = kp.shape_for(None).context(m.family)
+        pred = step_cost(m, get_gpu(r.gpu), r.tensor_parallel_size, StepShape(seqs=r.concurrency, tokens_per_seq=1, context=ctx)).total
+        plain.append({"corpus": r.corpus.rsplit("/", 1)[-1], "concurrency": r.concurrency,
+                      "step_ms_measured": round(r.concurrency / r.throughput_tok_s * 1e3, 3), "step_ms_modelled": round(pred * 1e3, 3)})  # fmt: skip
+    return {"available": True, "fitted_on": [f"{SERVING_CAMPAIGN}/{f}" for f in SERVING_FIT], "fit": fit,
+            "held_out": {"folders": [f"{SERVING_CAMPAIGN}/{f}" for f in SERVING_CHECK],
+                         "serving_profile": _check(hpairs, profile_of, prof.id) if hpairs else None,
+                         "offline_grid_profile": _check(hpairs, profile_of, "offline-grid") if hpairs else None,
+                         "plain_steps": plain}}  # fmt: skip

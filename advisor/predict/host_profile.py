@@ -47,6 +47,14 @@ class HostProfile(BaseModel):
     ngram_per_seq_s: float
     provenance: str
     source: str
+    async_off_step_s: float = 0.0
+    async_off_per_seq_s: float = 0.0
+    """Of the per-step / per-sequence costs above, the share that is vLLM's async scheduling turned off
+    (both CPU proposers turn it off: vllm/config/vllm.py), where a ``--no-async-scheduling`` vanilla
+    run measured it: a labelled part of each method's cost, not added to it."""
+    role: Literal["host", "reference"] = "host"
+    """``reference``: a measurement kept for comparison (e.g. the offline-engine grid), never matched to a
+    user's host."""
 
     def costs(self, method: Method = "suffix") -> tuple[float, float]:
         """(per-step, per-sequence) seconds a ``method`` verification step adds over a plain step."""
@@ -69,7 +77,7 @@ _USER: dict[str, HostProfile] = {}
 USER_FILE = "host_profiles.csv"
 """The file ``advisor calibrate`` writes in the data dir: profiles measured by probes on the user's hosts."""
 FIELDS = ("id", "aliases", "gpu", "cpu_model", "vllm_version", "suffix_step_s", "suffix_per_seq_s", "ngram_step_s",
-          "ngram_per_seq_s", "provenance", "source")  # fmt: skip
+          "ngram_per_seq_s", "provenance", "source", "async_off_step_s", "async_off_per_seq_s", "role")  # fmt: skip
 
 
 def register(profile: HostProfile) -> None:
@@ -143,15 +151,20 @@ def _line(version: str | None) -> str:
     return ".".join(_norm(version).split(".")[:2])
 
 
+def _hosts() -> tuple[HostProfile, ...]:
+    """The shipped profiles of hosts (not the reference measurements)."""
+    return tuple(p for p in _shipped() if p.role == "host")
+
+
 def known() -> tuple[HostProfile, ...]:
     """The profiles a prediction for a user may use: the user's probed hosts first, then the shipped ones."""
-    return tuple(_USER.values()) + _shipped()
+    return tuple(_USER.values()) + _hosts()
 
 
 def match(gpu: str, cpu_model: str | None = None, vllm_version: str | None = None) -> HostMatch:
     """The profiles for a host: the one whose GPU, CPU model and vLLM version all match; else one of
     the same GPU and vLLM version; else one of the same GPU (CPU and vLLM unverified); else all."""
-    known = list(_USER.values()) + list(_shipped())
+    known = list(_USER.values()) + list(_hosts())
     same_gpu = [p for p in known if _norm(p.gpu) == _norm(gpu)]
     exact = [p for p in same_gpu if cpu_model and _norm(p.cpu_model) == _norm(cpu_model)
              and vllm_version and _line(p.vllm_version) == _line(vllm_version)]  # fmt: skip
@@ -167,7 +180,7 @@ def match(gpu: str, cpu_model: str | None = None, vllm_version: str | None = Non
                          note=f"host profile {p.id} (the known {p.gpu} host: {p.cpu_model}, vLLM {p.vllm_version}); "
                               f"this host's CPU and vLLM are not verified, so the interval carries the spread "
                               f"of the known profiles; measure it: {PROBE_HINT}")  # fmt: skip
-    ids = [p.id for p in _shipped()]
+    ids = [p.id for p in _hosts()]
     return HostMatch(kind="none", profiles=ids,
                      note=f"no host profile for {gpu}: the prediction spans the known profiles ({', '.join(ids)}) "
                           f"and the interval their spread; measure this host: {PROBE_HINT}")  # fmt: skip
