@@ -97,8 +97,8 @@ def test_seed_rows_keep_their_build_and_releases_pay_the_measured_costs():
     gpu = get_gpu("H200")
     rel = sc.r_ratio(p, gpu, 1, concurrency=32, draft_tokens=4, context=1344)
     seed = sc.r_ratio(p, gpu, 1, concurrency=32, draft_tokens=4, context=1344, build="seed")
-    grid = sc.r_ratio(p, gpu, 1, concurrency=32, draft_tokens=4, context=1344, build="offline-grid")
-    assert rel.spec.t_spec_fixed == hp.get("release").suffix_step_s and seed.spec.t_spec_fixed == 0.0
-    assert grid.spec.t_spec_fixed == sc.SPEC_STEP_FIXED_S  # the offline grid: a reference profile of its own
-    assert rel.r > grid.r > seed.r
+    serving = sc.r_ratio(p, gpu, 1, concurrency=32, draft_tokens=4, context=1344, build="serving-dummy")
+    assert rel.spec.t_spec_fixed == sc.SPEC_STEP_FIXED_S and seed.spec.t_spec_fixed == 0.0
+    assert serving.spec.t_spec_fixed == hp.get("serving-dummy").suffix_step_s  # the serving reference row
+    assert serving.r > rel.r > seed.r
     assert rel.plain.total == seed.plain.total  # the plain step does not depend on the drafter

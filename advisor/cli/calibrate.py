@@ -145,6 +145,20 @@ def _print_gpu_memory(m: dict) -> None:
     print("\n".join(lines))
 
 
+def read_jsonl_records(folder) -> list:
+    """The ProbeRecords of ``folder``/records.jsonl (lines that are not a record are skipped)."""
+    from advisor.probe.record import ProbeRecord
+
+    out = []
+    for line in (folder / "records.jsonl").read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            try:
+                out.append(ProbeRecord.model_validate_json(line))
+            except ValueError:
+                continue
+    return out
+
+
 def _probe_check(profile_of) -> list[dict]:
     """The shipped GPU probe campaigns (calibration/gpu_probes/*/probes.sqlite): the R each measured
     through `vllm serve` against the R the profile its GPU matches predicts, and the profile that
@@ -248,16 +262,14 @@ def calibrate_cmd(
         res["gpu_steps"] = _gpu_steps(profile_of, run_eval)
         res["gpu_memory"] = _gpu_memory(profile_of)
         from advisor.paths import data_path
-        from advisor.predict import host_infer, published
-
-        from advisor.predict import real_probes
+        from advisor.predict import host_infer, published, real_probes
 
         res["published"] = published.evaluate(data_path("calibration"), profile_of)
         res["real_probes"] = real_probes.evaluate(calibration_records(data_path("calibration")), data_path("calibration"), profile_of)
         res["host_profiles"] = {"seed_inferred": host_infer.infer(obs, profile_of)["best"],
                                 "profiles": [p.model_dump() for p in host_infer.hp.known()],
                                 "probe_check": _probe_check(profile_of),
-                                "serving_fit": host_infer.serving_fit(data_path("calibration"), profile_of)}
+                                "serving_fit": host_infer.serving_fit(data_path("calibration"), profile_of, read_jsonl_records)}
         if json_out:
             emit_json(res)
         else:

@@ -193,13 +193,13 @@ def _fit_method(pairs: list[_Pair], profile_of: ProfileFn, base: str, method: st
     per_seq = FIT_PER_SEQ_S if len(concs) > 1 else (held,)
     # A speculative step's cost is linear in the profile's pair (stepcost.step_cost adds per-step +
     # per-sequence x sequences), so R(a, b) = R(0, 0) + (a + b x sequences) / plain step: one r_ratio per pair.
+    from advisor.hardware.gpus import get_gpu
+
     zero = _method_candidate(base, method, 0.0, 0.0)
     base_r = []
     for p in pairs:
         m = profile_for_record(p.suf.model, profile_of)
         ctx = kp.shape_for(None if p.suf.corpus.endswith((".jsonl", ".json", ".txt")) else p.suf.corpus).context(m.family)
-        from advisor.hardware.gpus import get_gpu
-
         rb = r_ratio(m, get_gpu(p.suf.gpu), p.suf.tensor_parallel_size, concurrency=p.suf.concurrency, draft_tokens=p.draft,
                      context=ctx, draft_share=p.share, k=p.k, build=zero, method=p.method)  # fmt: skip
         base_r.append((rb.r, rb.plain.total, p.suf.concurrency, p.r_meas))
@@ -280,14 +280,6 @@ SERVING_CHECK = ("smol-r1", "smol-r2")
 """Its folders held out to check it (SmolLM2-135M-Instruct, real weights, two passes)."""
 
 
-def read_records(folder) -> list:
-    """The ProbeRecords of a campaign folder's records.jsonl."""
-    from advisor.probe.record import ProbeRecord
-
-    path = folder / "records.jsonl"
-    return [ProbeRecord.model_validate_json(x) for x in path.read_text(encoding="utf-8").splitlines() if x.strip()]
-
-
 def _check(pairs: list[_Pair], profile_of: ProfileFn, name: str) -> dict:
     """R and gain (with the measured K̄) that profile ``name`` predicts for ``pairs``, per method."""
     rows, by = [], {}
@@ -301,15 +293,14 @@ def _check(pairs: list[_Pair], profile_of: ProfileFn, name: str) -> dict:
     return {"median_abs_log_r": {m: round(statistics.median(v), 4) for m, v in by.items()}, "rows": rows}
 
 
-def serving_fit(calibration_dir, profile_of: ProfileFn) -> dict:
+def serving_fit(calibration_dir, profile_of: ProfileFn, read) -> dict:
     """The H200 serving profile refitted from SERVING_FIT through the probe path (profile_from_probes,
     what `advisor calibrate` does with a user's --dummy-weights probes), and held out on SERVING_CHECK:
     the R and gains (measured K̄) it predicts for a 135M model with real weights, next to what the
     offline-engine grid's profile predicts. Plain steps of the held-out model: measured against modelled."""
+    from advisor.errors import AdvisorError
     from advisor.hardware.gpus import get_gpu
     from advisor.predict.stepcost import StepShape, step_cost
-
-    from advisor.errors import AdvisorError
 
     def local(model: str, _of=profile_of):
         try:
@@ -324,13 +315,13 @@ def serving_fit(calibration_dir, profile_of: ProfileFn) -> dict:
     root = calibration_dir / SERVING_CAMPAIGN
     if not (root / SERVING_FIT[0] / "records.jsonl").is_file():
         return {"available": False, "reason": f"no {SERVING_CAMPAIGN}/{SERVING_FIT[0]}/records.jsonl under calibration/"}
-    recs = [r for f in SERVING_FIT if (root / f / "records.jsonl").is_file() for r in read_records(root / f)]
+    recs = [r for f in SERVING_FIT if (root / f / "records.jsonl").is_file() for r in read(root / f)]
     pairs = [p for ps in probe_pairs(recs).values() for p in ps]
     asyncs = [a for ps in async_off_pairs(recs).values() for a in ps]
     fit = profile_from_probes(pairs, profile_of, base="offline-grid", async_pairs=asyncs)
     prof = hp.HostProfile(**{**fit["profile"], "id": "serving-fit?"})
     hp.register(prof)
-    passes = [read_records(root / f) for f in SERVING_CHECK if (root / f / "records.jsonl").is_file()]
+    passes = [read(root / f) for f in SERVING_CHECK if (root / f / "records.jsonl").is_file()]
     held = [r for recs in passes for r in recs]
     # each pass against its own vanilla (the two passes share campaign ids)
     hpairs = [p for recs in passes for ps in probe_pairs(recs).values() for p in ps]
@@ -344,5 +335,5 @@ def serving_fit(calibration_dir, profile_of: ProfileFn) -> dict:
     return {"available": True, "fitted_on": [f"{SERVING_CAMPAIGN}/{f}" for f in SERVING_FIT], "fit": fit,
             "held_out": {"folders": [f"{SERVING_CAMPAIGN}/{f}" for f in SERVING_CHECK],
                          "serving_profile": _check(hpairs, profile_of, prof.id) if hpairs else None,
-                         "offline_grid_profile": _check(hpairs, profile_of, "offline-grid") if hpairs else None,
+                         "offline_grid_profile_as_shipped": _check(hpairs, profile_of, "offline-grid") if hpairs else None,
                          "plain_steps": plain}}  # fmt: skip

@@ -77,8 +77,8 @@ figure of ``calibrate --evaluate``'s GPU-step section; not used to predict)."""
 # GPU->CPU copy of the sampled ids and the drafting before the next step is scheduled
 # (gpu_model_runner.py propose_draft_token_ids, ``method == "suffix"`` branch), and the rejection
 # sampler (vllm/v1/sample/rejection_sampler.py) runs over every drafted position.
-SPEC_STEP_FIXED_S, SPEC_STEP_PER_SEQ_S = _hp.spec_costs("offline-grid", "suffix")
-"""MEASURED (fitted to the H200 offline-engine grid, calibration/host_profiles.csv reference row ``h200-vllm0.26.0-offline``, alias ``offline-grid``; the product's H200 profile is the serving fit): per-step
+SPEC_STEP_FIXED_S, SPEC_STEP_PER_SEQ_S = _hp.spec_costs("release", "suffix")
+"""MEASURED (fitted to the H200 offline-engine grid, calibration/host_profiles.csv row ``h200-vllm0.26.0``, aliases ``release`` and ``offline-grid``; the serving fit is the reference row ``serving-dummy``): per-step
 and per-sequence cost of a suffix-decoding step over a plain one on that host (serialised drafting,
 rejection sampler launch, draft bookkeeping; suffix-tree update and lookup per request)."""
 Build = str
