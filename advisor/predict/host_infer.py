@@ -236,6 +236,11 @@ def profile_from_probes(pairs: list[_Pair], profile_of: ProfileFn, base: str = "
     if "ngram" not in fits:
         fits["ngram"] = (fits["suffix"][0], ASSUMED_NGRAM_PER_SEQ_S, [])
         notes.append("n-gram: per-step as suffix, per-sequence ASSUMED")
+    dummy = [p for p in by["suffix"] if getattr(p.suf, "weights", "real") == "dummy"]
+    if dummy:
+        drafted = statistics.median(p.draft for p in dummy)
+        notes.append(f"CAVEAT: dummy weights drafted {drafted:.1f} tokens per sequence per step; held out, the H200 "
+                     "serving fit of such probes overstated the R of real-weight traffic (docs/predictor.md)")  # fmt: skip
     (sa, sb, _), (na, nb, _) = fits["suffix"], fits["ngram"]
     aa = ab = 0.0
     if async_pairs:
@@ -253,7 +258,8 @@ def profile_from_probes(pairs: list[_Pair], profile_of: ProfileFn, base: str = "
     )  # fmt: skip
     fit_name = {"suffix": _method_candidate(base, "suffix", sa, sb), "ngram": _method_candidate(base, "ngram", na, nb)}
     table = [{"campaign": p.suf.campaign_id, "model": p.suf.model, "method": p.method, "concurrency": p.suf.concurrency,
-              "k_bar": round(p.kbar, 3), "gain": round(p.suf.throughput_tok_s / p.van.throughput_tok_s, 4),
+              "k_bar": round(p.kbar, 3), "drafted_per_seq_step": round(p.draft, 2),
+              "gain": round(p.suf.throughput_tok_s / p.van.throughput_tok_s, 4),
               "r_measured": round(p.r_meas, 4),
               "r_fitted": round(_r_pred(p, profile_for_record(p.suf.model, profile_of), fit_name[p.method]), 4)}
              for p in pairs]  # fmt: skip
