@@ -209,12 +209,14 @@ def test_serving_profile_is_the_probe_path_fit_and_loses_to_the_offline_grid_hel
     assert all(abs(math.log(p["r_fitted"] / p["r_measured"])) < 0.11 for p in res["fit"]["pairs"])
     assert 0 < shipped.async_off_step_s < min(shipped.ngram_step_s, shipped.suffix_step_s)
     assert shipped.ngram_step_s < shipped.suffix_step_s / 3
+    assert shipped.role == "reference" and shipped.id not in {p.id for p in hp.known()}
+    assert shipped.id not in hp.match("H100").profiles and hp.match("H200").profiles == [hp.get("offline-grid").id]
     # held out: every SmolLM2 pair of both passes, each against its own pass's vanilla
+    if not res["held_out"]["available"]:
+        pytest.skip(f"held-out model not here: {res['held_out'].get('reason')} (scripts/build_smollm2.py)")
     held = res["held_out"]["serving_profile"]
     assert len(held["rows"]) == 24 and set(held["median_abs_log_r"]) == {"suffix", "ngram"}
     assert res["held_out"]["offline_grid_profile_as_shipped"]["median_abs_log_r"]["suffix"] < held["median_abs_log_r"]["suffix"]
-    assert shipped.role == "reference" and shipped.id not in {p.id for p in hp.known()}
-    assert shipped.id not in hp.match("H100").profiles and hp.match("H200").profiles == [hp.get("offline-grid").id]
 
 
 def test_async_off_fit_reads_the_no_async_vanilla_runs():

@@ -284,9 +284,10 @@ def calibrate_cmd(
                       f"{pr['suffix_step_s'] * 1e3:.2f} ms + {pr['suffix_per_seq_s'] * 1e6:.0f} us/seq, n-gram "
                       f"{pr['ngram_step_s'] * 1e3:.2f} ms + {pr['ngram_per_seq_s'] * 1e6:.0f} us/seq, of which async "
                       f"scheduling off {pr['async_off_step_s'] * 1e3:.2f} ms + {pr['async_off_per_seq_s'] * 1e6:.0f} us/seq; "
-                      f"held out on {', '.join(ho['folders'])}: median |ln R| "
-                      f"{ho['serving_profile']['median_abs_log_r']} (serving) vs "
-                      f"{ho['offline_grid_profile_as_shipped']['median_abs_log_r']} (offline grid, shipped)")  # fmt: skip
+                      + (f"held out on {', '.join(ho['folders'])}: median |ln R| "
+                         f"{ho['serving_profile']['median_abs_log_r']} (serving) vs "
+                         f"{ho['offline_grid_profile_as_shipped']['median_abs_log_r']} (offline grid, shipped)"
+                         if ho.get("available") else f"held out: {ho.get('reason', 'no pairs')}"))  # fmt: skip
             rp = res["real_probes"]
             print("\nreal-weight probes: " + (f"{rp['campaigns']} campaign(s), chosen option within 2% of the best measured "
                   f"in {rp['chosen_within_2pct_share']:.0%}, median |ln gain error| {rp['median_abs_log_gain_error']:.3f}"
