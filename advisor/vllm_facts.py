@@ -53,6 +53,8 @@ class VllmFacts(BaseModel):
     """SpeculativeConfig.suffix_decoding_max_spec_factor default: draft <= factor x match length."""
     suffix_min_token_prob: float = Field(ge=0, le=1)
     """SpeculativeConfig.suffix_decoding_min_token_prob default."""
+    ngram_prompt_lookup: int = Field(default=5, ge=1)
+    """SpeculativeConfig.prompt_lookup_min and _max when neither is given (``ngram``: both 5)."""
     block_size: int = Field(ge=1)
     """CacheConfig.DEFAULT_BLOCK_SIZE: tokens per KV block."""
     graph_cap: int = Field(ge=1)
@@ -110,6 +112,7 @@ _TABLE: dict[str, dict] = {
         batch_tiers=(_H100_CLASS, _SMALL), parser_module="vllm.entrypoints.openai.cli_args",
         sources={
             "suffix_*": "vllm/config/speculative.py:192-207 (0.26.0)",
+            "ngram_prompt_lookup": "vllm/config/speculative.py:739-742 (0.26.0)",
             "block_size": "vllm/config/cache.py:47 DEFAULT_BLOCK_SIZE (0.26.0)",
             "graph_cap": "vllm/config/vllm.py:1794-1796 min(max_num_seqs * decode_query_len * 2, 512), no sm100 case (0.26.0)",
             "async_scheduling_with_suffix": "vllm/config/vllm.py:1071-1083 'Async scheduling not supported with "
@@ -129,6 +132,7 @@ _TABLE: dict[str, dict] = {
         batch_tiers=(_B200_CLASS, _H100_CLASS, _SMALL), parser_module="vllm.entrypoints.launchers.cli_args",
         sources={
             "suffix_*": "vllm/config/speculative.py:505-520 (0.32.0)",
+            "ngram_prompt_lookup": "vllm/config/speculative.py:1197-1200 (0.32.0)",
             "block_size": "vllm/config/cache.py:72 DEFAULT_BLOCK_SIZE (0.32.0)",
             "graph_cap": "vllm/config/vllm.py:2358 '1024 if is_device_capability_family(100) else 512' (0.32.0)",
             "async_scheduling_with_suffix": "vllm/config/vllm.py:1597-1610 (0.32.0)",
@@ -147,6 +151,7 @@ _TABLE: dict[str, dict] = {
         parser_module="vllm.entrypoints.common.cli_args",
         sources={
             "suffix_*": "vllm/config/speculative.py:538-553 (0.33.0)",
+            "ngram_prompt_lookup": "vllm/config/speculative.py:1302-1305 (0.33.0)",
             "block_size": "vllm/config/cache.py:185 DEFAULT_BLOCK_SIZE (0.33.0)",
             "graph_cap": "vllm/config/vllm.py:2463-2470 '1024 if is_device_capability_family(100) else 512' (0.33.0)",
             "async_scheduling_with_suffix": "vllm/config/vllm.py:1652-1666: V1 runner, method not eagle/ngram-gpu/"

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from advisor.domain.decision import Decision, SuffixParams
+from advisor.domain.decision import Decision, NgramParams, SuffixParams
 from advisor.render.flags import serve_argv
 from advisor.vllm_facts import facts
 from tests.vllm_helpers.versions import ALL, vllm_env, vllm_python
@@ -145,6 +145,8 @@ LAYOUT_CASES: dict[str, Decision] = {
     "tp2_dp4": Decision(tensor_parallel_size=2, data_parallel_size=4),
     "dp8_ep": Decision(data_parallel_size=8, enable_expert_parallel=True),
     "ngram_k4": Decision(speculative_method="ngram", num_speculative_tokens=4, data_parallel_size=2),
+    "ngram_k8_lookup2_4": Decision(speculative_method="ngram", num_speculative_tokens=8,
+                                   ngram=NgramParams(prompt_lookup_min=2, prompt_lookup_max=4)),
     "mtp_k1": Decision(speculative_method="mtp", num_speculative_tokens=1, tensor_parallel_size=8),
 }  # fmt: skip
 SERVED = "llama 70b (prod)"
@@ -251,3 +253,6 @@ def test_vllm_accepts_searched_layouts_and_methods(parsed: dict[str, dict], case
     if d.speculative_method:
         assert v["spec_validated"]["method"] == d.speculative_method
         assert v["spec_validated"]["num_speculative_tokens"] == d.num_speculative_tokens
+    if d.speculative_method == "ngram":  # the window as given, or vLLM's own default (advisor.vllm_facts)
+        sv = v["spec_validated"]
+        assert (sv["prompt_lookup_min"], sv["prompt_lookup_max"]) == (d.ngram.prompt_lookup_min, d.ngram.prompt_lookup_max)

@@ -17,6 +17,9 @@ TOKENIZER = typer.Option(None, "--tokenizer", help="Tokenizer for a --corpus fil
 CONCURRENCY = typer.Option(32, "--concurrency", min=1, help="Requests in flight.")
 MAX_MODEL_LEN = typer.Option(None, "--max-model-len", min=16, help="Longest prompt+output (default 16384, capped at the model's context).")
 K = typer.Option(None, "--k", min=1, max=64, help="num_speculative_tokens when suffix is chosen (default from rules: 32).")
+NGRAM_K = typer.Option(None, "--ngram-k", min=1, max=64, help="num_speculative_tokens of the n-gram candidates (default 4).")
+NGRAM_LOOKUP = typer.Option(None, "--ngram-lookup", metavar="MIN:MAX",
+                            help="n-gram prompt_lookup_min:prompt_lookup_max (default vLLM's 5:5).")  # fmt: skip
 GMU = typer.Option(None, "--gmu", min=0.05, max=0.99, help="gpu_memory_utilization (default from rules: 0.85).")
 PROBE = typer.Option(
     False, "--probe",

@@ -136,6 +136,7 @@ def recommend_cmd(
     html: Path = o.HTML,
     objective: str = o.OBJECTIVE, max_tpot_ms: float = o.MAX_TPOT_MS, max_ttft_ms: float = o.MAX_TTFT_MS,
     prompt_len: int = o.PROMPT_LEN, output_len: int = o.OUTPUT_LEN, vllm_version: str = o.VLLM_VERSION,
+    ngram_k: int = o.NGRAM_K, ngram_lookup: str = o.NGRAM_LOOKUP,
     json_out: bool = JsonOpt,
 ) -> None:  # fmt: skip
     """Recommend the fastest vLLM configuration for MODEL on this (or the given) GPU host, with reasons.
@@ -149,7 +150,7 @@ def recommend_cmd(
 
         check_target(html)
     args = (model, gpu, gpus, tp, corpus, tokenizer, concurrency, max_model_len, k, gmu,
-            layout_query(objective, max_tpot_ms, max_ttft_ms, prompt_len, output_len), vllm.version)
+            layout_query(objective, max_tpot_ms, max_ttft_ms, prompt_len, output_len, ngram_k, ngram_lookup), vllm.version)
     rec, probed = recommend_maybe_probe(args, probe, probe_duration, probe_requests, server_cmd, quiet=json_out)
     if html is not None:
         from advisor.cli.common import write_html
@@ -167,14 +168,21 @@ def recommend_cmd(
         _print(rec, vllm)
 
 
-def layout_query(objective: str, max_tpot_ms, max_ttft_ms, prompt_len: int, output_len: int):
+def layout_query(objective: str, max_tpot_ms, max_ttft_ms, prompt_len: int, output_len: int,
+                 ngram_k: int | None = None, ngram_lookup: str | None = None):  # fmt: skip
     """The layout search's options (advisor.plan.layout.LayoutQuery), checked."""
     from advisor.plan.layout import LayoutQuery
 
     if objective not in ("throughput", "latency"):
         raise UsageError(f"--objective {objective!r}: choose throughput or latency")
+    window = None
+    if ngram_lookup is not None:
+        parts = ngram_lookup.split(":")
+        if len(parts) != 2 or not all(x.strip().isdigit() and int(x) >= 1 for x in parts) or int(parts[0]) > int(parts[1]):
+            raise UsageError(f"--ngram-lookup {ngram_lookup!r}: give MIN:MAX with 1 <= MIN <= MAX (e.g. 2:5)")
+        window = (int(parts[0]), int(parts[1]))
     return LayoutQuery(objective=objective, max_tpot_ms=max_tpot_ms, max_ttft_ms=max_ttft_ms,
-                       prompt_len=prompt_len, output_len=output_len)  # fmt: skip
+                       prompt_len=prompt_len, output_len=output_len, ngram_k=ngram_k, ngram_lookup=window)  # fmt: skip
 
 
 def recommend_maybe_probe(args: tuple, probe: bool, duration: float, requests: int | None, server_cmd: str, *, quiet: bool):

@@ -32,6 +32,24 @@ class SuffixParams(BaseModel):
     """Minimum estimated probability of a drafted token."""
 
 
+class NgramParams(BaseModel):
+    """n-gram prompt-lookup window of vLLM's SpeculativeConfig (``prompt_lookup_min`` / ``_max``);
+    defaults are vLLM's (both 5 when neither is given, advisor.vllm_facts ``ngram_prompt_lookup``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    prompt_lookup_min: int = Field(default=_vllm().ngram_prompt_lookup, ge=1)
+    """Shortest n-gram matched against the prompt and output so far."""
+    prompt_lookup_max: int = Field(default=_vllm().ngram_prompt_lookup, ge=1)
+    """Longest n-gram matched (tried first)."""
+
+    @model_validator(mode="after")
+    def _check_window(self) -> NgramParams:
+        if self.prompt_lookup_min > self.prompt_lookup_max:
+            raise ValueError(f"prompt_lookup_min={self.prompt_lookup_min} must be <= prompt_lookup_max={self.prompt_lookup_max}")
+        return self
+
+
 class Decision(BaseModel):
     """What to launch. Field names are part of the ``--json`` contract."""
 
@@ -64,6 +82,8 @@ class Decision(BaseModel):
     """Environment variables for the server process."""
     suffix: SuffixParams = Field(default_factory=SuffixParams)
     """Suffix-decoding parameters (rendered only where they differ from vLLM's defaults)."""
+    ngram: NgramParams = Field(default_factory=NgramParams)
+    """n-gram lookup window (rendered only with ``speculative_method="ngram"`` and where it differs from vLLM's default)."""
 
     @model_validator(mode="after")
     def _check_spec(self) -> "Decision":
@@ -81,6 +101,10 @@ class Decision(BaseModel):
         if self.speculative_method is None:
             return None
         cfg: dict = {"method": self.speculative_method, "num_speculative_tokens": self.num_speculative_tokens}
+        if self.speculative_method == "ngram":
+            if self.ngram != NgramParams():
+                cfg.update(self.ngram.model_dump())
+            return cfg
         if self.speculative_method != "suffix":
             return cfg
         defaults = SuffixParams()

@@ -27,10 +27,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from advisor.errors import UsageError
+from advisor.vllm_facts import facts as _vllm_facts
 from advisor.kbar.replay import RequestStats, _at_least
 
-DEFAULT_PROMPT_LOOKUP = 5
-"""vLLM's ``prompt_lookup_min`` = ``prompt_lookup_max`` when neither is set (speculative.py:1197-1200, 0.32.0)."""
+DEFAULT_PROMPT_LOOKUP = _vllm_facts().ngram_prompt_lookup
+"""vLLM's ``prompt_lookup_min`` = ``prompt_lookup_max`` when neither is set (advisor.vllm_facts, with its source per release)."""
 DEFAULT_NGRAM_K = 4
 """The advisor's n-gram K (probes: advisor.probe.configs.DEFAULT_K; the layout search: advisor.plan.layout.NGRAM_K;
 ``advisor kbar --method ngram``); vLLM has no default for it."""

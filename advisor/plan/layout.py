@@ -51,6 +51,10 @@ class LayoutQuery(BaseModel):
     max_ttft_ms: float | None = Field(default=None, gt=0)
     prompt_len: int = Field(default=1024, ge=1)
     output_len: int = Field(default=512, ge=1)
+    ngram_k: int | None = Field(default=None, ge=1, le=64)
+    """num_speculative_tokens of the n-gram candidates (``--ngram-k``; None: NGRAM_K)."""
+    ngram_lookup: tuple[int, int] | None = None
+    """(prompt_lookup_min, prompt_lookup_max) of the n-gram candidates (``--ngram-lookup``; None: vLLM's)."""
 
 
 class Candidate(BaseModel):
@@ -152,12 +156,12 @@ SuffixGain = Callable[[int, int, int], "tuple[Band, float, float] | None"]
 """(tp, concurrency per replica, K) -> (gain band, P(win), K̄) from the calibrated predictor, or None."""
 
 
-def _spec_options(p: ModelProfile, k_fixed: int | None, k_rules: int) -> list[tuple[str, int | None]]:
+def _spec_options(p: ModelProfile, k_fixed: int | None, k_rules: int, k_ngram: int | None = None) -> list[tuple[str, int | None]]:
     opts: list[tuple[str, int | None]] = [("none", None)]
     ks = [k_fixed] if k_fixed else [k_rules, *(x for x in SUFFIX_K_FALLBACK if x < k_rules)]
     opts += [("suffix", k) for k in ks]
     # --k is "num_speculative_tokens when suffix is chosen" (cli/options.py): the other methods keep their own K
-    opts.append(("ngram", NGRAM_K))
+    opts.append(("ngram", k_ngram or NGRAM_K))
     if p.mtp_layers:
         opts.append(("mtp", p.mtp_layers))
     return opts
@@ -179,7 +183,7 @@ def search(p: ModelProfile, gpu: GpuSpec, gpus: int, base: Decision, *, concurre
     for lay in lays:
         per_replica = -(-concurrency // lay.dp)
         suffix_booted = False
-        for method, k in _spec_options(p, k_fixed, k_rules):
+        for method, k in _spec_options(p, k_fixed, k_rules, query.ngram_k):
             if method == "suffix" and k != (k_fixed or k_rules) and suffix_booted:
                 continue  # a lower K only where the rules' K does not boot
             for cap in seq_caps:

@@ -57,6 +57,11 @@ def apply_search(rec: Recommendation, profile: ModelProfile, rules, query: Layou
         return mem.boot_verdict(prof, gpu, d, d.tensor_parallel_size, vllm_version=host.vllm_version)
 
     base = rec.decision.model_copy(update={"speculative_method": None, "num_speculative_tokens": None})
+    if query.ngram_lookup:  # the user's window: carried by every decision, rendered when n-gram is chosen
+        from advisor.domain.decision import NgramParams
+
+        base = base.model_copy(update={"ngram": NgramParams(prompt_lookup_min=query.ngram_lookup[0],
+                                                            prompt_lookup_max=query.ngram_lookup[1])})  # fmt: skip
     k_rules = rec.decision.num_speculative_tokens or 32
     from advisor.plan.layout import NoFeasibleLayout
 
@@ -161,6 +166,13 @@ def search_trace(result: LayoutResult, query: LayoutQuery, policy: str) -> list[
         if best is not None and best is not c:
             label = "plain-decoding" if name == "none" else name
             lines.append(f"best {label} candidate {best.label()}: {why_lost(c, best, query.objective, query.output_len)}")
+    if query.ngram_k or query.ngram_lookup:
+        lo, hi = query.ngram_lookup or (None, None)
+        lines.append("n-gram as asked: " + (f"K={query.ngram_k} (--ngram-k) caps tokens per step at {query.ngram_k + 1} and the "
+                     "verification step (n-gram's own host-profile step cost) at 1 + min(K, 1.5 x the ASSUMED drafted "
+                     "tokens) per sequence, so K moves the price only where drafts are long; " if query.ngram_k else "")
+                     + (f"lookup window {lo}..{hi} (--ngram-lookup) is launched as given but NOT priced: n-gram's tokens "
+                        "per step stay an ASSUMED share of suffix's" if query.ngram_lookup else ""))  # fmt: skip
     return lines
 
 
