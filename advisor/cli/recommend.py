@@ -11,7 +11,7 @@ import typer
 from advisor.cli import options as o
 from advisor.cli._app import app
 from advisor.cli.common import JsonOpt, emit_json, model_arg, settings, table, vllm_choice
-from advisor.errors import UsageError
+from advisor.errors import NotBootableError, UsageError
 
 if TYPE_CHECKING:
     from advisor.domain.probe_plan import ProbePlan
@@ -50,21 +50,40 @@ def build_recommendation(model, gpu, gpus, tp, corpus, tokenizer, concurrency, m
     rec = recommend(
         profile, host, workload, rules,
         tensor_parallel_size=tp, max_model_len=max_model_len, num_speculative_tokens=k,
-        gpu_memory_utilization=gmu, predictor=predict, planner=planner,
+        gpu_memory_utilization=gmu, predictor=predict, planner=planner, query=query,
     )  # fmt: skip
     rec.warnings.extend(predict.skipped)
-    # --- issue 15: layout x speculative-method search (advisor.plan.layout); user flags stay fixed ---
-    from advisor.plan.layout import LayoutQuery
-    from advisor.plan.layout_wiring import apply_search
-
-    return apply_search(rec, profile, rules, query or LayoutQuery(), tp=tp, k=k, records=predict.records,
-                        cache_dir=predict.cache_dir)  # fmt: skip
+    return rec
 
 
-def _print(rec, vllm) -> None:
+def gain_row(p) -> str:
+    """The header's gain: the launched method's (suffix: with its P(win); plain: 1 by definition)."""
+    if p.method == "none":
+        return "x1.00 (plain decoding; the speculative candidates are listed with their own figures)"
+    name = p.method or "suffix"
+    pw = f", P(win)={p.p_win:.2f}" if p.p_win is not None else ""
+    return f"{name} x{p.gain:.2f} [{p.gain_low:.2f}, {p.gain_high:.2f}]{pw}, K̄={p.k_bar:.2f}, R={p.r:.2f}"
+
+
+def first_lines(rec, nearest: str | None) -> list[str]:
+    """What a script or a reader must see first: nothing boots (with what would), an SLA nothing meets."""
+    out = []
+    if rec.memory is not None and not rec.memory.boots:
+        hint = f"nearest configuration that boots: {nearest}" if nearest else "no configuration within 64 GPUs boots with these settings"
+        out.append(f"DOES NOT BOOT on {rec.host.gpus}x{rec.host.gpu}: {rec.memory.reason}; {hint}")
+    if rec.sla_met is False:
+        out.append(next((w for w in rec.warnings if w.startswith("SLA not met")), "SLA not met"))
+    return out
+
+
+def _print(rec, vllm, first: list[str] = ()) -> None:
     from advisor.render.flags import serve_argv
     import shlex
 
+    for line in first:
+        print(line)
+    if first:
+        print()
     d = rec.decision
     spec = f"{d.speculative_method}, K={d.num_speculative_tokens}" if d.speculative_method else "off (plain decoding)"
     rows = [
@@ -83,10 +102,12 @@ def _print(rec, vllm) -> None:
     ]
     if rec.prediction:
         p = rec.prediction
-        rows.append(("predicted gain", f"x{p.gain:.2f} [{p.gain_low:.2f}, {p.gain_high:.2f}], P(win)={p.p_win:.2f}, K̄={p.k_bar:.2f}, R={p.r:.2f}"))
+        rows.append(("predicted gain", gain_row(p)))
         dc = p.decomposition
-        rows.append(("gain = K̄ / R x fitted", f"{dc.k_bar:.2f} / {dc.r:.2f} x {dc.fitted_factor:.2f} = "
-                     f"{dc.k_bar / dc.r * dc.fitted_factor:.2f} (host profile {p.host_profile}, match: {p.host_match})"))
+        if dc is not None:
+            host = f" (host profile {p.host_profile}, match: {p.host_match})" if p.host_profile else ""
+            rows.append(("gain = K̄ / R x fitted", f"{dc.k_bar:.2f} / {dc.r:.2f} x {dc.fitted_factor:.2f} = "
+                         f"{dc.k_bar / dc.r * dc.fitted_factor:.2f}{host}"))
         if p.measured:
             ms = p.measured
             kb = f", K̄={ms.k_bar:.2f}" if ms.k_bar else ""
@@ -155,16 +176,25 @@ def recommend_cmd(
         from advisor.cli.common import write_html
 
         write_html(rec, model, html)
+    nearest = None
+    if rec.memory is not None and not rec.memory.boots:
+        from advisor.render.gate import nearest_booting
+
+        nearest = nearest_booting(rec, lambda n: build_recommendation(*args[:2], n, None, *args[4:]))
     if json_out:
         out = rec.model_dump(mode="json")
         if probed is not None:
             out["probed"] = probed
         out["vllm"] = vllm.model_dump()
+        if nearest is not None:
+            out["nearest_bootable"] = nearest
         emit_json(out)
     else:
         if probed is not None:
             print(f"probed: campaign {probed['campaign_id']} ({', '.join(probed['summary'])}); recommending again\n")
-        _print(rec, vllm)
+        _print(rec, vllm, first_lines(rec, nearest))
+    if rec.memory is not None and not rec.memory.boots:
+        raise typer.Exit(NotBootableError.exit_code)
 
 
 def layout_query(objective: str, max_tpot_ms, max_ttft_ms, prompt_len: int, output_len: int):

@@ -2,7 +2,7 @@
 
 A recommendation is "unsure" where the rules leave the speculation choice to the prediction and
 P(suffix wins) lies inside the band in which the prediction is not trusted to flip a rule's default
-(``FLIP_OFF_BELOW`` … ``FLIP_ON_ABOVE``). The plan is the one campaign that settles it: vanilla and
+(the policy table's ``p_win`` band, advisor.rules.policy). The plan is the one campaign that settles it: vanilla and
 suffix at the recommended K, on the user's traffic where known, with the recommended server
 settings. ``advisor recommend --probe`` runs it and recommends again from the recalibrated
 predictor; without ``--probe`` the command is printed for the user to run.
