@@ -113,6 +113,17 @@ def probe_cmd(
         hint = (" (letters, digits, '.', '_', '-'; it names a folder under the data dir)" if field == "campaign" else "")
         raise UsageError(f"--{field} {first.get('input')!r}: {first['msg']}{hint}") from None
     result, store = run_spec(spec, quiet=json_out)
+    failed = bool(result.records) and all(r.outcome != "ok" for r in result.records)
+    _report(result, store, json_out)
+    if failed:  # every configuration failed: exit 7 (ProbeError's code) once the records are shown
+        from advisor.errors import ProbeError
+
+        print(f"error: every probed configuration failed ({', '.join(sorted({r.outcome for r in result.records}))})",
+              file=sys.stderr)  # fmt: skip
+        raise typer.Exit(ProbeError.exit_code)
+
+
+def _report(result, store, json_out: bool) -> None:
     if json_out:
         emit_json({
             "campaign_id": result.campaign_id,
@@ -123,6 +134,8 @@ def probe_cmd(
             "responses": save_responses,
         })  # fmt: skip
         return
+    from advisor.probe.campaign import summary_line
+
     vanilla = next((r.throughput_tok_s for r in result.records if r.config == "vanilla" and r.outcome == "ok"), None)
     print(f"campaign {result.campaign_id} ({len(result.probed)} probed, {len(result.skipped)} already done), store {store}")
     for rec in result.records:
