@@ -17,10 +17,15 @@ if TYPE_CHECKING:
     from advisor.domain.probe_plan import ProbePlan
 
 
-def build_recommendation(model, gpu, gpus, tp, corpus, tokenizer, concurrency, max_model_len, k, gmu, query=None,
-                         vllm_version=None):
-    """Load everything a recommendation needs (I/O) and call the pure core. ``vllm_version``: the
-    resolved vLLM line (``vllm_choice``); the memory plan uses its defaults."""
+def build_recommendation(model: str, opts, **changes):
+    """Load everything a recommendation needs (I/O) and call the pure core with the shared options
+    (advisor.cli.options.RecommendOptions; ``changes`` replace some, e.g. ``gpus``). The memory plan
+    uses the defaults of the vLLM line ``vllm_choice`` resolves."""
+    opts = opts.replace(**changes) if changes else opts
+    gpu, gpus, tp, corpus, tokenizer = opts.gpu, opts.gpus, opts.tp, opts.corpus, opts.tokenizer
+    concurrency, max_model_len, k, gmu = opts.concurrency, opts.max_model_len, opts.k, opts.gmu
+    vllm_version = vllm_choice(opts.vllm_version).version
+    query = layout_query(opts.objective, opts.max_tpot_ms, opts.max_ttft_ms, opts.prompt_len, opts.output_len)
     from advisor.model.load import load_profile
     from advisor.hardware.resolve import resolve_host
     from advisor.cli.wiring import StorePredictor, workload_for
@@ -148,30 +153,21 @@ def _print(rec, vllm, first: list[str] = ()) -> None:
 
 
 @app.command("recommend")
-def recommend_cmd(
-    model: str = model_arg(),
-    gpu: str = o.GPU, gpus: int = o.GPUS, tp: int = o.TP, corpus: str = o.CORPUS, tokenizer: str = o.TOKENIZER,
-    concurrency: int = o.CONCURRENCY, max_model_len: int = o.MAX_MODEL_LEN, k: int = o.K, gmu: float = o.GMU,
-    probe: bool = o.PROBE, probe_duration: float = o.PROBE_DURATION, probe_requests: int = o.PROBE_REQUESTS,
-    server_cmd: str = o.SERVER_CMD,
-    html: Path = o.HTML,
-    objective: str = o.OBJECTIVE, max_tpot_ms: float = o.MAX_TPOT_MS, max_ttft_ms: float = o.MAX_TTFT_MS,
-    prompt_len: int = o.PROMPT_LEN, output_len: int = o.OUTPUT_LEN, vllm_version: str = o.VLLM_VERSION,
-    json_out: bool = JsonOpt,
-) -> None:  # fmt: skip
+@o.with_recommend_options
+def recommend_cmd(model: str = model_arg(), opts: o.RecommendOptions = None, html: Path = o.HTML,
+                  json_out: bool = JsonOpt) -> None:  # fmt: skip
     """Recommend the fastest vLLM configuration for MODEL on this (or the given) GPU host, with reasons.
 
     Where the prediction is unsure the output names the probe campaign that settles it; --probe runs
     it here and recommends again from the recalibrated predictor. --html FILE also writes the
-    `advisor report` page of this recommendation."""
-    vllm = vllm_choice(vllm_version)
+    `advisor report` page of this recommendation. Exit 8 when nothing boots (the nearest
+    configuration that boots is the first line)."""
+    vllm = vllm_choice(opts.vllm_version)
     if html is not None:
         from advisor.atomic import check_target
 
         check_target(html)
-    args = (model, gpu, gpus, tp, corpus, tokenizer, concurrency, max_model_len, k, gmu,
-            layout_query(objective, max_tpot_ms, max_ttft_ms, prompt_len, output_len), vllm.version)
-    rec, probed = recommend_maybe_probe(args, probe, probe_duration, probe_requests, server_cmd, quiet=json_out)
+    rec, probed = recommend_maybe_probe(model, opts, quiet=json_out)
     if html is not None:
         from advisor.cli.common import write_html
 
@@ -180,7 +176,7 @@ def recommend_cmd(
     if rec.memory is not None and not rec.memory.boots:
         from advisor.render.gate import nearest_booting
 
-        nearest = nearest_booting(rec, lambda n: build_recommendation(*args[:2], n, None, *args[4:]))
+        nearest = nearest_booting(rec, lambda n: build_recommendation(model, opts, gpus=n, tp=None))
     if json_out:
         out = rec.model_dump(mode="json")
         if probed is not None:
@@ -207,18 +203,18 @@ def layout_query(objective: str, max_tpot_ms, max_ttft_ms, prompt_len: int, outp
                        prompt_len=prompt_len, output_len=output_len)  # fmt: skip
 
 
-def recommend_maybe_probe(args: tuple, probe: bool, duration: float, requests: int | None, server_cmd: str, *, quiet: bool):
-    """(Recommendation, probe summary or None): ``build_recommendation(*args)``, and with ``probe``
-    the probe campaign it proposes run here and the recommendation built again."""
-    rec = build_recommendation(*args)
+def recommend_maybe_probe(model: str, opts, *, quiet: bool):
+    """(Recommendation, probe summary or None): ``build_recommendation(model, opts)``, and with
+    ``opts.probe`` the probe campaign it proposes run here and the recommendation built again."""
+    rec = build_recommendation(model, opts)
     probed = None
-    if probe and rec.probe_plan:
-        probed = _run_plan(rec.probe_plan, duration, requests, server_cmd, quiet=quiet)
-        rec = build_recommendation(*args)
+    if opts.probe and rec.probe_plan:
+        probed = _run_plan(rec.probe_plan, opts.probe_duration, opts.probe_requests, opts.server_cmd, quiet=quiet)
+        rec = build_recommendation(model, opts)
         if not (rec.prediction and rec.prediction.measured):
             rec.warnings.append(f"--probe did not settle it ({'; '.join(probed['summary'])}): the recommendation "
                                 f"still rests on the prediction; see the logs under {Path(probed['store']).parent / 'campaigns'}")  # fmt: skip
-    elif probe:
+    elif opts.probe:
         print("--probe: the recommendation is settled; nothing to probe", file=sys.stderr)
     return rec, probed
 

@@ -36,8 +36,9 @@ def chosen_prediction(c: Candidate, suffix: RecommendedPrediction | None, query:
                       host: HostContext) -> RecommendedPrediction | None:  # fmt: skip
     """``Recommendation.prediction`` for the launched candidate ``c``: suffix decoding's K > R
     prediction at its layout (``suffix``: with what probes measured); MTP's and n-gram's own gain,
-    K̄ and R; 1 for plain decoding. ``measured_near`` (probes of this model and traffic at another
-    deployment) is kept whatever the method. None when suffix is launched without a prediction."""
+    K̄ and R; 1 for plain decoding. ``measured`` (suffix against vanilla probed at exactly this
+    layout: why suffix is or is not launched) and ``measured_near`` (at another deployment) are kept
+    whatever the method. None when suffix is launched without a prediction."""
     f = c.figures
     if c.method == "suffix":
         if suffix is None:
@@ -57,6 +58,7 @@ def chosen_prediction(c: Candidate, suffix: RecommendedPrediction | None, query:
     return RecommendedPrediction.model_validate({
         "gain": gain[0], "gain_low": gain[1], "gain_high": gain[2], "p_win": None, "k_bar": kbar, "k_bar_source": source,
         "r": r, "host_state": state, "draft_tokens": float(c.k or 0), "context_tokens": context, "explanation": why,
+        "measured": suffix.measured.model_dump() if suffix and suffix.measured else None,
         "measured_near": [m.model_dump() for m in suffix.measured_near] if suffix else [],
     } | absolute_prediction(c, query))  # fmt: skip
 
