@@ -48,3 +48,29 @@ def test_readme_lists_the_exit_codes():
     assert "8 `recommend` and `render`: nothing boots" in text
     assert re.search(r"7 `probe`: [^)]*every configuration failed", text)
     assert "sla_met" in text
+
+
+def test_an_unreadable_fingerprint_is_said_and_a_bug_is_not_swallowed(monkeypatch, tmp_path):
+    """cli/wiring.StorePredictor.fingerprint: an OSError becomes a warning (no measurement counts as
+    this host's); any other exception is a bug and reaches the one error edge."""
+    import pytest
+
+    from advisor.cli.wiring import StorePredictor
+    from advisor.hardware import host as host_mod
+    from advisor.settings import load_settings
+
+    s = load_settings()
+
+    def broken(_settings):
+        raise OSError("no /sys here")
+
+    monkeypatch.setattr(host_mod, "collect_host", broken)
+    p = StorePredictor(s)
+    assert p.fingerprint() is None and any("fingerprint could not be read (OSError: no /sys here)" in w for w in p.skipped)
+
+    def bug(_settings):
+        raise KeyError("typo")
+
+    monkeypatch.setattr(host_mod, "collect_host", bug)
+    with pytest.raises(KeyError):
+        StorePredictor(s).fingerprint()

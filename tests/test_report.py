@@ -56,7 +56,6 @@ def reports(tmp_path_factory) -> dict[str, dict]:
             page = root / f"{name}.html"
             flag = ["--out", str(page)] if cmd == "report" else ["--html", str(page)]
             assert main(["--data-dir", str(data), cmd, *args, *flag]) == 0
-            rec = root / f"{name}.json"
             import contextlib
             import io
 

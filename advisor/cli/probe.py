@@ -70,7 +70,7 @@ def probe_cmd(
 
     from advisor.errors import UsageError
     from advisor.domain.decision import Decision
-    from advisor.probe.campaign import CampaignSpec, summary_line
+    from advisor.probe.campaign import CampaignSpec
     from advisor.probe.configs import parse_configs
     from advisor.probe.load import LoadSpec
 

@@ -19,7 +19,7 @@ from advisor.domain.workload import Workload
 from advisor.model.schema import ModelProfile
 from advisor.plan.layout import LayoutQuery
 from advisor.plan.seams import MemoryPlanner, Predictor
-from advisor.rules.engine import RulesOutcome, apply_rules
+from advisor.rules.engine import apply_rules
 from advisor.rules.schema import Rule
 from advisor.vllm_facts import facts as _facts
 
