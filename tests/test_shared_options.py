@@ -42,7 +42,7 @@ def test_readme_command_table_matches_help():
         cmd = re.match(r"\| `advisor (\w+)", row).group(1)
         if cmd not in {c for c in typer.main.get_command(app).commands}:
             continue
-        usage = row.split("|")[1]
+        usage = re.split(r"(?<!\\)\|", row)[1]
         named = set(re.findall(r"(--[a-z][a-z0-9-]*)", usage))
         known = _flags(cmd) | {"--help"}
         if cmd == "report":  # the row also names `recommend … --html FILE`
@@ -50,3 +50,7 @@ def test_readme_command_table_matches_help():
         assert named <= known, (cmd, named - known)
         if cmd in ("render", "report"):
             assert "same options" in usage, row
+    # the recommend rows name every shared option (render and report say "same options")
+    named = {f for row in rows if row.startswith("| `advisor recommend") for f in re.findall(r"(--[a-z][a-z0-9-]*)", re.split(r"(?<!\\)\|", row)[1])}
+    shared = {opt.param_decls[0] for _, _, opt in SHARED}
+    assert shared <= named, sorted(shared - named)
