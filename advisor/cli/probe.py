@@ -8,6 +8,7 @@ import typer
 
 from advisor.cli._app import app
 from advisor.cli.common import JsonOpt, emit_json, settings
+from advisor.vllm_facts import facts as _vllm_facts
 
 
 def run_spec(spec, *, quiet: bool):
@@ -46,7 +47,7 @@ def probe_cmd(
     ignore_eos: bool = typer.Option(False, "--ignore-eos", help="Generate max_tokens for every request (vLLM's ignore_eos)."),
     server_cmd: str = typer.Option("vllm serve", "--server-cmd", help="Program that starts vLLM; MODEL follows it (after --model unless it ends in 'serve')."),
     extra_args: str = typer.Option("", "--extra-args", help="More server flags for every configuration, shell-quoted (e.g. \"--dtype float32 --enforce-eager\")."),
-    gmu: float = typer.Option(None, "--gpu-memory-utilization", help="gpu_memory_utilization (default: the advisor's 0.90)."),
+    gmu: float = typer.Option(None, "--gpu-memory-utilization", help=f"gpu_memory_utilization (default: vLLM's {_vllm_facts().gpu_memory_utilization:g})."),
     max_model_len: int = typer.Option(None, "--max-model-len", help="max_model_len (default 16384)."),
     tp: int = typer.Option(None, "--tensor-parallel-size", "--tp", help="Tensor parallel size (default 1)."),
     max_num_seqs: int = typer.Option(None, "--max-num-seqs", help="max_num_seqs (default: vLLM's)."),

@@ -44,11 +44,14 @@ def build_recommendation(model: str, opts, **changes):
 
     on_progress, prog = replay_progress(corpus is not None and Path(corpus).expanduser().is_file() and sys.stderr.isatty())
     fallback = tokenizer is None  # a --tokenizer the user named is never substituted
+    from advisor.rules.policy import load_policy
+
+    k_kbar = k or load_policy().num_speculative_tokens  # the K a trace file's K̄ is measured at
     if prog is None:
-        workload = workload_for(corpus, concurrency, tokenizer or model, k or 32, allow_fallback=fallback)
+        workload = workload_for(corpus, concurrency, tokenizer or model, k_kbar, allow_fallback=fallback)
     else:  # replaying a trace file takes seconds to minutes: show it
         with prog:
-            workload = workload_for(corpus, concurrency, tokenizer or model, k or 32, on_progress=on_progress,
+            workload = workload_for(corpus, concurrency, tokenizer or model, k_kbar, on_progress=on_progress,
                                     allow_fallback=fallback)  # fmt: skip
     predict = StorePredictor(s)
     rules = load_rules(s.rules_dirs, facts=fact_names())

@@ -57,7 +57,9 @@ def probe_plan(
     if decision.max_num_seqs:
         argv += ["--max-num-seqs", str(decision.max_num_seqs)]
     return ProbePlan(
-        reason=f"P(win)={p_win:.2f} is inside [{low:.2f}, {high:.2f}], where the prediction does not decide on its own",
+        reason=(f"suffix K={k} against plain decoding at TP {decision.tensor_parallel_size}, {workload.concurrency} running "
+                f"per replica: P(win)={p_win:.2f} is inside [{low:.2f}, {high:.2f}], where the prediction does not decide "
+                "on its own"),
         model=model_id, corpus=corpus, corpus_note=note, configs=configs,
         tensor_parallel_size=decision.tensor_parallel_size, gpu_memory_utilization=gmu,
         max_model_len=decision.max_model_len, concurrency=workload.concurrency,
