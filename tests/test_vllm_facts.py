@@ -50,7 +50,7 @@ print(json.dumps({
     "factor": fields["suffix_decoding_max_spec_factor"],
     "min_prob": fields["suffix_decoding_min_token_prob"],
     "block": CacheConfig.DEFAULT_BLOCK_SIZE,
-    "gmu": {f.name: f.default for f in dataclasses.fields(CacheConfig)}["gpu_memory_utilization"],
+    "gmu": getattr(*(lambda d: (d, "default", d))({f.name: f.default for f in dataclasses.fields(CacheConfig)}["gpu_memory_utilization"])),
     "cap_sm100": "1024 if current_platform.is_device_capability_family(100) else 512" in src_vllm,
     "cap_512": ", 512)" in src_vllm or "else 512" in src_vllm,
     "rounds_to_qlen": hasattr(CompilationConfig, "adjust_cudagraph_sizes_for_spec_decode"),

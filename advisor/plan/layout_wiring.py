@@ -6,6 +6,7 @@ from __future__ import annotations
 from advisor.domain.decision import Decision
 from advisor.domain.host import HostContext
 from advisor.domain.prediction import RecommendedPrediction
+from advisor.plan.choose import why_lost
 from advisor.plan.layout import Candidate, LayoutQuery
 
 SHOWN = 3
@@ -64,8 +65,6 @@ def chosen_prediction(c: Candidate, suffix: RecommendedPrediction | None, query:
 
 
 def candidate_json(c: Candidate, winner: Candidate, query: LayoutQuery) -> dict:
-    from advisor.plan.choose import why_lost
-
     out = {
         "label": c.label(), "tensor_parallel_size": c.layout.tp, "data_parallel_size": c.layout.dp,
         "enable_expert_parallel": c.layout.ep, "speculative_method": None if c.method == "none" else c.method,

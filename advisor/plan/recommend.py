@@ -17,8 +17,15 @@ from advisor.domain.prediction import RecommendedPrediction
 from advisor.domain.recommendation import Recommendation
 from advisor.domain.workload import Workload
 from advisor.model.schema import ModelProfile
-from advisor.plan.layout import LayoutQuery
+from advisor.errors import UsageError
+from advisor.hardware.gpus import get_gpu
+from advisor.plan.choose import choose
+from advisor.plan.layout import LayoutQuery, NoFeasibleLayout, replica_profile, score
+from advisor.plan.layout_wiring import candidate_json, chosen_prediction, decision_of
+from advisor.plan.memory import boot_verdict
+from advisor.plan.probe_plan import probe_plan
 from advisor.plan.seams import MemoryPlanner, Predictor
+from advisor.rules.policy import load_policy
 from advisor.rules.engine import apply_rules
 from advisor.rules.schema import Rule
 from advisor.vllm_facts import facts as _facts
@@ -129,12 +136,6 @@ def recommend(
     reasons, the prediction and the probe plan are the chosen candidate's. ``build``: whose start-up
     memory terms judge each candidate (the planner seam's own build for the chosen one). The user's
     flags are never changed silently."""
-    from advisor.errors import UsageError
-    from advisor.hardware.gpus import get_gpu
-    from advisor.plan.choose import choose
-    from advisor.plan.layout import NoFeasibleLayout, score
-    from advisor.plan.memory import boot_verdict
-    from advisor.rules.policy import load_policy
 
     pol = load_policy()
     if tensor_parallel_size is not None:
@@ -246,9 +247,6 @@ def _not_bootable(profile, host, workload, outcome, decision, alt, why, warnings
 
 def _assemble(profile, host, workload, outcome, base, cands, choice, fixed, warnings, trace, fields, query,
               suffix_prediction, planner, k_flag, k_rules, pol) -> Recommendation:  # fmt: skip
-    from advisor.plan.layout import replica_profile
-    from advisor.plan.layout_wiring import candidate_json, chosen_prediction, decision_of
-    from advisor.plan.probe_plan import probe_plan
 
     c = choice.chosen
     decision = decision_of(base, c)
