@@ -65,3 +65,30 @@ def test_calibrate_evaluate_json_has_the_product_score(capsys):
     assert "recommend" in product["method"] and "as shipped" in product["method"]
     own = out["lomo"]["product_own_build"]
     assert "measured on" in own["method"] and own["OFF"]["rows"] == product["OFF"]["rows"]
+
+
+@pytest.mark.parametrize("model, corpus, state", [
+    ("meta-llama/Llama-3.1-8B-Instruct", "mix", "OFF"),
+    ("Qwen/Qwen2.5-72B-Instruct", "humaneval", "OFF"),
+    ("deepseek-ai/DeepSeek-R1", "mix", "ON"),
+    ("deepseek-ai/DeepSeek-R1-Distill-Qwen-32B", "humaneval", "ON"),
+])  # fmt: skip
+def test_the_scored_decision_is_what_the_cli_prints(setup, run_cli, monkeypatch, model, corpus, state):
+    """lomo.product scores the decision `advisor recommend` prints for the row: the same host, state,
+    traffic and (here) the shipped fit give the same method, K and layout through both."""
+    from advisor.domain.host import HostContext
+    from advisor.hardware import resolve
+    from advisor.plan.evaluate_product import product_recommendation
+
+    pf, obs, _ = setup
+    o = next(o for o in obs if o.source == "seed" and o.model == model and o.corpus == corpus and o.host_state == state)
+    scored = product_recommendation(o, pf(model), None, load_rules()).decision
+    host = HostContext(gpu=o.gpu or "B200", gpus=o.tp, origin="command line", dsa_enabled=state == "ON")
+    monkeypatch.setattr(resolve, "resolve_host", lambda *_a, **_k: host)
+    code, out, err = run_cli("recommend", model, "--gpu", host.gpu, "--gpus", str(o.tp), "--corpus", corpus,
+                             "--concurrency", str(o.concurrency), "--json")  # fmt: skip
+    assert code == 0, err
+    printed = json.loads(out)["decision"]
+    keys = ("speculative_method", "num_speculative_tokens", "tensor_parallel_size", "data_parallel_size",
+            "enable_expert_parallel", "max_num_seqs", "gpu_memory_utilization", "max_model_len")  # fmt: skip
+    assert {k: printed[k] for k in keys} == {k: getattr(scored, k) for k in keys}

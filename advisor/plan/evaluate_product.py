@@ -37,11 +37,13 @@ def _predictor(fitted, build: str | None):
     return _predict
 
 
-def product_decision(o: Observation, profile, fitted, rules, *, own_build: bool = False) -> tuple[bool, bool, float | None]:
-    """(suffix chosen, in the probe band, P(win)) of ``recommend`` for seed row ``o``: as shipped
-    (the host profile ``predict`` matches to the row's host: 8 x B200 matches the seed host's profile by
-    GPU, CPU and vLLM unverified, so the interval carries the spread of the known profiles), or with
-    ``own_build`` the profile of the host the row was measured on, given outright."""
+def product_recommendation(o: Observation, profile, fitted, rules, *, own_build: bool = False):
+    """The Recommendation ``advisor recommend`` makes for seed row ``o`` (its host, state and
+    traffic): the same :func:`advisor.plan.recommend.recommend` and choose() the CLI runs, with the
+    predictor ``fitted`` (None: the shipped fit) — as shipped (the host profile ``predict`` matches
+    to the row's host: 8 x B200 matches the seed host's profile by GPU, CPU and vLLM unverified, so
+    the interval carries the spread of the known profiles), or with ``own_build`` the profile of the
+    host the row was measured on, given outright."""
     from advisor.domain.host import HostContext
     from advisor.plan.recommend import recommend
     from functools import partial
@@ -53,8 +55,14 @@ def product_decision(o: Observation, profile, fitted, rules, *, own_build: bool 
     workload = Workload(corpus=o.corpus, concurrency=o.concurrency)
     build = o.build if own_build else None
     mem_build = o.build if own_build else "release"
-    rec = recommend(profile, host, workload, rules, predictor=_predictor(fitted, build),
-                    planner=partial(planner, build=mem_build), build=mem_build)  # fmt: skip
+    return recommend(profile, host, workload, rules, predictor=_predictor(fitted, build),
+                     planner=partial(planner, build=mem_build), build=mem_build)  # fmt: skip
+
+
+def product_decision(o: Observation, profile, fitted, rules, *, own_build: bool = False) -> tuple[bool, bool, float | None]:
+    """(suffix launched, a probe plan proposed, suffix's P(win) at the launched layout) of
+    :func:`product_recommendation`."""
+    rec = product_recommendation(o, profile, fitted, rules, own_build=own_build)
     return rec.decision.speculative_method == "suffix", rec.probe_plan is not None, suffix_p_win(rec)
 
 
