@@ -18,16 +18,22 @@ of such rows is reported beside the score.
 
 from __future__ import annotations
 
+from functools import partial
+
+from advisor.domain.host import HostContext
+from advisor.domain.prediction import RecommendedPrediction
+from advisor.domain.workload import Workload
+from advisor.hardware.gpus import get_gpu
+from advisor.plan.planner import planner
+from advisor.plan.recommend import recommend
+from advisor.predict.api import predict
 from advisor.predict.dataset import Observation, ProfileFn, SEED_GPU, seed_observations
 from advisor.predict.evaluate import STATES, lomo_fits
 from advisor.predict.score import score
+from advisor.rules.loader import load_rules
 
 
 def _predictor(fitted, build: str | None):
-    from advisor.domain.prediction import RecommendedPrediction
-    from advisor.hardware.gpus import get_gpu
-    from advisor.predict.api import predict
-
     def _predict(profile, host, workload, k, tp):
         state = "ON" if host.dsa_enabled else "OFF"
         pred = predict(profile, get_gpu(host.gpu), tp, workload, host_state=state, k=k, fitted=fitted, build=build)
@@ -44,13 +50,6 @@ def product_recommendation(o: Observation, profile, fitted, rules, *, own_build:
     to the row's host: 8 x B200 matches the seed host's profile by GPU, CPU and vLLM unverified, so
     the interval carries the spread of the known profiles), or with ``own_build`` the profile of the
     host the row was measured on, given outright."""
-    from advisor.domain.host import HostContext
-    from advisor.plan.recommend import recommend
-    from functools import partial
-
-    from advisor.plan.planner import planner
-    from advisor.domain.workload import Workload
-
     host = HostContext(gpu=o.gpu or SEED_GPU, gpus=o.tp, origin="seed sweep host", dsa_enabled=o.host_state == "ON")
     workload = Workload(corpus=o.corpus, concurrency=o.concurrency)
     build = o.build if own_build else None
@@ -81,8 +80,6 @@ def evaluate_product(profile_of: ProfileFn, *, observations: list[Observation] |
                      fits: dict | None = None, rules=None, own_build: bool = False) -> dict:  # fmt: skip
     """``{OFF: Score + unsure_rows, ON: …, method}``; ``fits`` from lomo_fits on the same observations;
     ``own_build``: see :func:`product_decision`."""
-    from advisor.rules.loader import load_rules
-
     obs = observations if observations is not None else seed_observations(replicates=True)
     fits = fits if fits is not None else lomo_fits(profile_of, obs)
     rules = rules if rules is not None else load_rules()

@@ -22,6 +22,9 @@ from advisor.model.schema import ModelProfile
 from advisor.domain.decision import Decision
 from advisor.domain.prediction import Band
 from advisor.predict.absolute import ReplicaLayout, ServingFigures, mtp_gain, ngram_gain, serve
+from advisor.plan.memory_terms import dense_intermediate
+from advisor.rules.policy import load_policy
+from advisor.plan.memory_terms import batch_defaults
 
 Objective = Literal["throughput", "latency"]
 
@@ -85,8 +88,6 @@ def tp_reasons(p: ModelProfile, tp: int, *, ep: bool, group: int) -> list[str]:
     kv = p.num_kv_heads
     if p.attention != "mla" and kv % tp and tp % kv:
         out.append(f"{kv} KV heads neither split nor replicate over TP {tp} (QKVParallelLinear)")
-    from advisor.plan.memory_terms import dense_intermediate
-
     block = (p.quant.block_size or [None])[0]
     # The profile does not carry intermediate_size: recovered from the parameter count, rounded to 128.
     inter = int(round(dense_intermediate(p) / 128) * 128) if p.arch == "dense" else 0
@@ -156,8 +157,6 @@ def score(p: ModelProfile, gpu: GpuSpec, gpus: int, base: Decision, *, concurren
     :func:`advisor.plan.choose.choose`'s). ``planner(profile, decision) -> (boots, kv_cache_tokens, reason)``.
     A suffix candidate that does not boot at the rules' K is tried at the table's lower K (without
     ``--k``), and then under lower max_num_seqs caps."""
-    from advisor.rules.policy import load_policy
-
     pol = policy_table or load_policy()
     lays, refused = layouts(p, gpus, tp_fixed)
     if not lays:
@@ -199,8 +198,6 @@ def _one(p, gpu, lay, method, k, cap, base, concurrency, query, suffix_gain, pla
     if not boots:
         cand.eligible, cand.why_not = False, f"does not boot: {reason}"
         return cand
-    from advisor.plan.memory_terms import batch_defaults
-
     per_replica = -(-concurrency // lay.dp)
     need = query.prompt_len + query.output_len
     slots = min(cap or batch_defaults(gpu)[1], max(1, kv_tokens // need))

@@ -17,6 +17,7 @@ from advisor.domain.prediction import RecommendedPrediction
 from advisor.domain.recommendation import Recommendation
 from advisor.domain.workload import Workload
 from advisor.model.schema import ModelProfile
+from advisor.model.tp_rules import tp_refusal as refusal
 from advisor.errors import UsageError
 from advisor.hardware.gpus import get_gpu
 from advisor.plan.choose import choose
@@ -58,8 +59,6 @@ def build_facts(profile: ModelProfile, host: HostContext, workload: Workload) ->
 
 def tp_refusal(profile: ModelProfile, tp: int) -> str | None:
     """Why vLLM would refuse tensor_parallel_size ``tp`` for this model, or None (advisor.model.tp_rules)."""
-    from advisor.model.tp_rules import tp_refusal as refusal
-
     return refusal(profile, tp)
 
 
