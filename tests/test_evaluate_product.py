@@ -36,19 +36,25 @@ def test_the_rules_are_in_the_scored_path(setup, tmp_path, policy, baseline):
 
 
 def test_probe_band_keeps_the_rule_default(setup, tmp_path):
-    """default_on + a held-out P(win) in [0.30, 0.5): P(win) > 0.5 alone would say vanilla, recommend keeps suffix
-    (and says it is unsure); below 0.30 the prediction turns it off."""
+    """default_on + a held-out P(win) in [0.30, 0.5): P(win) > 0.5 alone would say vanilla; recommend
+    keeps speculation on (suffix, or a method that outranks it: choose() rules plain decoding out
+    while suffix qualifies) and says it is unsure; below 0.30 the prediction turns suffix off."""
+    from advisor.plan.evaluate_product import product_recommendation, suffix_p_win
+
     pf, obs, fits = setup
     rules = _rules(tmp_path, "default_on")
     band = below = 0
     for o in (o for o in obs if o.source == "seed"):
-        chose, unsure, p_win = product_decision(o, pf(o.model), fits[o.model], rules)
+        rec = product_recommendation(o, pf(o.model), fits[o.model], rules)
+        p_win, unsure = suffix_p_win(rec), rec.probe_plan is not None
+        if p_win is None:
+            continue
         if 0.30 <= p_win < 0.5:
             band += 1
-            assert chose and unsure, (o.model, o.corpus, p_win)
+            assert rec.decision.speculative_method is not None and unsure, (o.model, o.corpus, p_win)
         elif p_win < 0.30:
             below += 1
-            assert not chose and not unsure
+            assert rec.decision.speculative_method != "suffix" and not unsure
     assert band and below, "the seed sweep has held-out rows in the lower probe band and below it"
 
 

@@ -33,8 +33,17 @@ def test_prediction_uses_the_users_tp(run_cli):
     direct = {tp: predict(profile, get_gpu("H200"), tp, Workload(concurrency=32 // (dp if tp == 1 else 1)), k=32).gain
               for tp in (1, 8)}  # fmt: skip
     assert direct[1] != direct[8]
-    assert tp1["prediction"]["gain"] == pytest.approx(direct[1], rel=1e-3)
-    assert tp8["prediction"]["gain"] == pytest.approx(direct[8], rel=1e-3)
+
+    def suffix_gain(rec):  # the launched suffix's, else the suffix candidate's at the launched layout (its own figures)
+        if rec["decision"]["speculative_method"] == "suffix":
+            return rec["prediction"]["gain"]
+        d = rec["decision"]
+        c = next(c for c in rec["candidates"] if c["speculative_method"] == "suffix" and c.get("prediction")
+                 and (c["tensor_parallel_size"], c["data_parallel_size"]) == (d["tensor_parallel_size"], d["data_parallel_size"]))
+        return c["prediction"]["speculative_gain"]["value"]
+
+    assert suffix_gain(tp1) == pytest.approx(direct[1], rel=1e-3)
+    assert suffix_gain(tp8) == pytest.approx(direct[8], rel=1e-3)
 
 
 @pytest.mark.parametrize("k", [1, 2, 4])

@@ -76,7 +76,13 @@ def recommend_json(capsys, data: Path, *extra: str) -> dict:
 def test_printed_plan_runs_and_its_measurement_then_decides(data: Path, capsys) -> None:
     before = recommend_json(capsys, data)
     plan = before["probe_plan"]
-    assert plan and 0.3 <= before["prediction"]["p_win"] <= 0.7 and before["prediction"]["measured"] is None
+    # the suffix candidate the plan settles: at the launched layout, its own P(win) inside the band
+    d = before["decision"]
+    sfx = next(c for c in before["candidates"] if c["speculative_method"] == "suffix" and c["p_win"] is not None
+               and c["tensor_parallel_size"] == d["tensor_parallel_size"] == plan["tensor_parallel_size"]
+               and c["data_parallel_size"] == d["data_parallel_size"])  # fmt: skip
+    assert plan and 0.3 <= sfx["p_win"] <= 0.7 and f"P(win)={sfx['p_win']:.2f}" in plan["reason"]
+    assert before["prediction"]["measured"] is None
     # the printed command, as a user would paste it, is accepted by `advisor probe`
     argv = shlex.split(plan["command"])[1:]
     rc = main(["--data-dir", str(data), *argv, "--requests", "6", "--server-cmd", f"{sys.executable} {FAKE}", "--json"])

@@ -115,7 +115,7 @@ def probe_cmd(
         raise UsageError(f"--{field} {first.get('input')!r}: {first['msg']}{hint}") from None
     result, store = run_spec(spec, quiet=json_out)
     failed = bool(result.records) and all(r.outcome != "ok" for r in result.records)
-    _report(result, store, json_out)
+    _report(result, store, json_out, model=model, save_responses=save_responses)
     if failed:  # every configuration failed: exit 7 (ProbeError's code) once the records are shown
         from advisor.errors import ProbeError
 
@@ -124,7 +124,10 @@ def probe_cmd(
         raise typer.Exit(ProbeError.exit_code)
 
 
-def _report(result, store, json_out: bool) -> None:
+def _report(result, store, json_out: bool, *, model: str, save_responses: str | None) -> None:
+    """The campaign's records: JSON, or one line each (and where the model's own outputs went)."""
+    import shlex
+
     if json_out:
         emit_json({
             "campaign_id": result.campaign_id,

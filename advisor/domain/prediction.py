@@ -132,6 +132,9 @@ class RecommendedPrediction(Prediction):
     mla_prefill_ms: float | None = None
     calibration_shift: float | None = None
     model_seen: bool | None = None
+    host_profile: str | None = None
+    """The host cost profile(s) of the suffix prediction (None for MTP, n-gram and plain decoding)."""
+    host_match: str | None = None
 
     measured: Measured | None = None
     """Probes on this host for this exact deployment (model, traffic, K, GPU, TP, concurrency, no overrides)."""

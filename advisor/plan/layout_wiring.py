@@ -52,13 +52,18 @@ def chosen_prediction(c: Candidate, suffix: RecommendedPrediction | None, query:
         source = "plain decoding: one token per step"
         why = ["plain decoding: no draft, one token per step (gain 1 by definition); the speculative methods are "
                "candidates with their own figures"]  # fmt: skip
+        r_source = "plain decoding: the baseline step"
     else:
         gain, kbar, r = (f.gain.value, f.gain.low, f.gain.high), c.k_bar, c.r
         source = f.notes[0] if f.notes else c.method
         why = list(f.notes)
+        r_source = "step-cost model (advisor.predict.absolute): verification step / plain step at this layout"
+    decomposition = {"k_bar": kbar, "r": r, "fitted_factor": gain[0] * r / kbar if kbar else 1.0,
+                     "sources": {"k_bar": source, "r": r_source, "fitted_factor": "none fitted for this method"}}  # fmt: skip
     return RecommendedPrediction.model_validate({
         "gain": gain[0], "gain_low": gain[1], "gain_high": gain[2], "p_win": None, "k_bar": kbar, "k_bar_source": source,
         "r": r, "host_state": state, "draft_tokens": float(c.k or 0), "context_tokens": context, "explanation": why,
+        "decomposition": decomposition,
         "measured": suffix.measured.model_dump() if suffix and suffix.measured else None,
         "measured_near": [m.model_dump() for m in suffix.measured_near] if suffix else [],
     } | absolute_prediction(c, query))  # fmt: skip

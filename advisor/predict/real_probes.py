@@ -17,7 +17,6 @@ folder name under ``.cache/models/`` (scripts/build_smollm2.py builds SmolLM2-13
 
 from __future__ import annotations
 
-import json
 import math
 import statistics
 from pathlib import Path
