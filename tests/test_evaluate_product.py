@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from advisor.plan.evaluate_product import evaluate_product, product_decision
+from advisor.plan.evaluate_product import evaluate_product
 from advisor.predict.dataset import default_profile_of, seed_observations
 from advisor.predict.evaluate import evaluate, lomo_fits
 from advisor.rules.loader import load_rules
