@@ -71,6 +71,8 @@ class VllmFacts(BaseModel):
     """VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS default: the KV budget subtracts profiled graph memory."""
     batch_tiers: tuple[BatchTier, ...]
     """get_batch_defaults' GPU branches, largest first; the last one (0 GiB) is the fallback."""
+    gpu_memory_utilization: float = Field(gt=0, le=1)
+    """CacheConfig.gpu_memory_utilization default: what vLLM uses when no rule and no --gmu sets it."""
     mtp_method: str
     """``--speculative-config`` method name for a checkpoint's own MTP layers."""
     parser_module: str
@@ -104,7 +106,8 @@ _B200_CLASS = (160, (), 16384, 1024)
 _SUFFIX = dict(suffix_max_tree_depth=24, suffix_max_cached_requests=10000, suffix_max_spec_factor=1.0,
                suffix_min_token_prob=0.1)  # fmt: skip
 _COMMON = dict(block_size=16, async_scheduling_with_suffix=False, capture_sizes_multiple_of_qlen=True,
-               profiles_cudagraph_memory=True, mtp_method="mtp")  # fmt: skip
+               profiles_cudagraph_memory=True, mtp_method="mtp",
+               gpu_memory_utilization=0.92)  # fmt: skip
 
 _TABLE: dict[str, dict] = {
     "0.26": dict(
@@ -123,6 +126,7 @@ _TABLE: dict[str, dict] = {
                                          "vllm/v1/worker/gpu_worker.py:521 (0.26.0)",
             "batch_tiers": "vllm/engine/arg_utils.py:2459-2479 get_batch_defaults: >= 70 GiB and not A100 -> "
                            "(8192, 1024), else (2048, 256); no 160 GiB branch (0.26.0)",
+            "gpu_memory_utilization": "vllm/config/cache.py:68 gpu_memory_utilization: float = Field(default=0.92, gt=0, le=1) (0.26.0)",
             "mtp_method": "vllm/config/speculative.py:53 'mtp' in the method list (0.26.0)",
             "parser_module": "vllm/entrypoints/openai/cli_args.py:339 make_arg_parser (0.26.0)",
         },
@@ -141,6 +145,7 @@ _TABLE: dict[str, dict] = {
                                          "vllm/v1/worker/gpu_worker.py:709 (0.32.0)",
             "batch_tiers": "vllm/engine/arg_utils.py:2923-2951 get_batch_defaults: >= 160 GiB -> (16384, 1024), "
                            ">= 70 GiB and not A100 -> (8192, 1024), else (2048, 256) (0.32.0)",
+            "gpu_memory_utilization": "vllm/config/cache.py:102 gpu_memory_utilization: float = Field(default=0.92, gt=0, le=1) (0.32.0)",
             "mtp_method": "vllm/config/speculative.py:57, 1141-1145 'deepseek_mtp' etc. rewritten to 'mtp' (0.32.0)",
             "parser_module": "vllm/entrypoints/launchers/cli_args.py:421 make_arg_parser (0.32.0)",
         },
@@ -161,6 +166,7 @@ _TABLE: dict[str, dict] = {
                                          "vllm/v1/worker/gpu_worker.py:722 (0.33.0)",
             "batch_tiers": "vllm/engine/arg_utils.py:2973-3005 get_batch_defaults: as 0.32, and GB10 (capability "
                            "12.1) kept on the small tier (0.33.0)",
+            "gpu_memory_utilization": "vllm/config/cache.py:215 gpu_memory_utilization: float = Field(default=0.92, gt=0, le=1) (0.33.0)",
             "mtp_method": "vllm/config/speculative.py:57 'mtp' in the method list (0.33.0)",
             "parser_module": "vllm/entrypoints/common/cli_args.py:431 make_arg_parser (moved from "
                              "entrypoints/launchers) (0.33.0)",

@@ -7,7 +7,7 @@
 #     vllm 0.26.0 / 0.33.0 wheels without dependencies (scripts/setup_vllm_parsers.sh) for theirs;
 #   - a separate venv with docker-compose 1.29.2 (scripts/setup_compose_venv.sh), the Compose validator;
 #   - shellcheck and chromium (headless, for advisor report's page), when apt can install them;
-# then runs pytest. Extra arguments go to pytest (e.g. `-m e2e`, `-k render`).
+# then runs ruff (advisor/, tests/, scripts/) and pytest. Extra arguments go to pytest (e.g. `-m e2e`, `-k render`).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -52,6 +52,9 @@ if ! { command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/
     (apt-get install -y -qq chromium >/dev/null 2>&1 || { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq chromium >/dev/null 2>&1; }) \
         || echo "chromium unavailable: the report's browser tests will be skipped" >&2
 fi
+
+step "ruff (pinned in the test extras; pyproject.toml [tool.ruff])"
+"$PY" -m ruff check advisor tests scripts
 
 step "pytest"
 exec "$PY" -m pytest "$@"

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from advisor.plan.evaluate_product import evaluate_product, product_decision
+from advisor.plan.evaluate_product import evaluate_product
 from advisor.predict.dataset import default_profile_of, seed_observations
 from advisor.predict.evaluate import evaluate, lomo_fits
 from advisor.rules.loader import load_rules
@@ -36,19 +36,25 @@ def test_the_rules_are_in_the_scored_path(setup, tmp_path, policy, baseline):
 
 
 def test_probe_band_keeps_the_rule_default(setup, tmp_path):
-    """default_on + a held-out P(win) in [0.30, 0.5): P(win) > 0.5 alone would say vanilla, recommend keeps suffix
-    (and says it is unsure); below 0.30 the prediction turns it off."""
+    """default_on + a held-out P(win) in [0.30, 0.5): P(win) > 0.5 alone would say vanilla; recommend
+    keeps speculation on (suffix, or a method that outranks it: choose() rules plain decoding out
+    while suffix qualifies) and says it is unsure; below 0.30 the prediction turns suffix off."""
+    from advisor.plan.evaluate_product import product_recommendation, suffix_p_win
+
     pf, obs, fits = setup
     rules = _rules(tmp_path, "default_on")
     band = below = 0
     for o in (o for o in obs if o.source == "seed"):
-        chose, unsure, p_win = product_decision(o, pf(o.model), fits[o.model], rules)
+        rec = product_recommendation(o, pf(o.model), fits[o.model], rules)
+        p_win, unsure = suffix_p_win(rec), rec.probe_plan is not None
+        if p_win is None:
+            continue
         if 0.30 <= p_win < 0.5:
             band += 1
-            assert chose and unsure, (o.model, o.corpus, p_win)
+            assert rec.decision.speculative_method is not None and unsure, (o.model, o.corpus, p_win)
         elif p_win < 0.30:
             below += 1
-            assert not chose and not unsure
+            assert rec.decision.speculative_method != "suffix" and not unsure
     assert band and below, "the seed sweep has held-out rows in the lower probe band and below it"
 
 
@@ -65,3 +71,30 @@ def test_calibrate_evaluate_json_has_the_product_score(capsys):
     assert "recommend" in product["method"] and "as shipped" in product["method"]
     own = out["lomo"]["product_own_build"]
     assert "measured on" in own["method"] and own["OFF"]["rows"] == product["OFF"]["rows"]
+
+
+@pytest.mark.parametrize("model, corpus, state", [
+    ("meta-llama/Llama-3.1-8B-Instruct", "mix", "OFF"),
+    ("Qwen/Qwen2.5-72B-Instruct", "humaneval", "OFF"),
+    ("deepseek-ai/DeepSeek-R1", "mix", "ON"),
+    ("deepseek-ai/DeepSeek-R1-Distill-Qwen-32B", "humaneval", "ON"),
+])  # fmt: skip
+def test_the_scored_decision_is_what_the_cli_prints(setup, run_cli, monkeypatch, model, corpus, state):
+    """lomo.product scores the decision `advisor recommend` prints for the row: the same host, state,
+    traffic and (here) the shipped fit give the same method, K and layout through both."""
+    from advisor.domain.host import HostContext
+    from advisor.hardware import resolve
+    from advisor.plan.evaluate_product import product_recommendation
+
+    pf, obs, _ = setup
+    o = next(o for o in obs if o.source == "seed" and o.model == model and o.corpus == corpus and o.host_state == state)
+    scored = product_recommendation(o, pf(model), None, load_rules()).decision
+    host = HostContext(gpu=o.gpu or "B200", gpus=o.tp, origin="command line", dsa_enabled=state == "ON")
+    monkeypatch.setattr(resolve, "resolve_host", lambda *_a, **_k: host)
+    code, out, err = run_cli("recommend", model, "--gpu", host.gpu, "--gpus", str(o.tp), "--corpus", corpus,
+                             "--concurrency", str(o.concurrency), "--json")  # fmt: skip
+    assert code == 0, err
+    printed = json.loads(out)["decision"]
+    keys = ("speculative_method", "num_speculative_tokens", "tensor_parallel_size", "data_parallel_size",
+            "enable_expert_parallel", "max_num_seqs", "gpu_memory_utilization", "max_model_len")  # fmt: skip
+    assert {k: printed[k] for k in keys} == {k: getattr(scored, k) for k in keys}

@@ -36,7 +36,7 @@ def test_config_field_values(run_cli, tmp_path, base, field, value):
     (d / "config.json").write_text(json.dumps(cfg))  # NaN is written as JSON's NaN extension
     for cmd in (("inspect", str(d)), ("recommend", str(d), "--gpu", "H100", "--gpus", "1")):
         code, _, err = run_cli(*cmd)
-        assert code in (0, 3, 4), (cmd, code, err)
+        assert code in (0, 3, 4, 8), (cmd, code, err)  # 8: recommend says nothing boots (a model too large)
         assert "internal error" not in err and "Traceback" not in err
 
 

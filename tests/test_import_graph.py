@@ -140,3 +140,30 @@ def test_the_floors_are_drawn_in_the_docs():
     assert tops <= FLOORS.keys(), f"packages without a floor: {sorted(tops - FLOORS.keys())}"
     missing = sorted(name for name in FLOORS if f"`{name}" not in doc)
     assert not missing, f"docs/architecture.md does not name {missing} in its floors table"
+
+
+def _doc_table() -> dict[str, tuple[int, str]]:
+    """docs/architecture.md's floors table: package -> (floor, 'may import' cell)."""
+    import re
+
+    doc = (ROOT.parent / "docs" / "architecture.md").read_text()
+    out: dict[str, tuple[int, str]] = {}
+    for line in doc.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 4 and cells[0].isdigit():
+            for name in re.findall(r"`([\w]+)/?`", cells[1]):
+                out[name] = (int(cells[0]), cells[3])
+    return out
+
+
+def test_the_docs_floor_table_is_the_tests_floor_table():
+    """Each package sits on the floor the table says, and the 'may import' column says what is checked."""
+    table = _doc_table()
+    assert table.keys() == FLOORS.keys(), sorted(table.keys() ^ FLOORS.keys())
+    wrong = {n: (f, FLOORS[n]) for n, (f, _) in table.items() if f != FLOORS[n]}
+    assert not wrong, f"docs floor vs FLOORS: {wrong}"
+    for name, (floor, may) in table.items():
+        if name == "domain":
+            assert "floor 1" in may, may  # test_domain_imports_only_itself_and_the_ground_floor
+        elif floor > 1 and name != "__main__":
+            assert f"floors 1–{floor - 1}" in may or (floor == 2 and "floor 1" in may), (name, may)

@@ -107,11 +107,16 @@ def test_no_gpu_detected_falls_back_to_settings_default_with_a_warning(run_cli):
 
 
 def test_too_small_host_gets_a_clear_verdict(run_cli):
+    """Nothing boots: exit 8 (like render), the JSON still printed with the nearest configuration that boots."""
     code, out, err = run_cli("recommend", "meta-llama/Llama-3.1-405B-Instruct-FP8", "--gpu", "H100", "--gpus", "1", "--json")
-    assert code == 0, err
+    assert code == 8, err
     rec = json.loads(out)
     assert rec["memory"]["fits_weights"] is False and rec["memory"]["min_gpus_for_weights"] > 1
     assert any("does not fit" in w or "does not boot" in w for w in rec["warnings"])
+    assert rec["nearest_bootable"].startswith("--gpus ")
+    code, out, _ = run_cli("recommend", "meta-llama/Llama-3.1-405B-Instruct-FP8", "--gpu", "H100", "--gpus", "1")
+    first = out.splitlines()[0]
+    assert code == 8 and first.startswith("DOES NOT BOOT on 1xH100") and "nearest configuration that boots: --gpus " in first
 
 
 def test_unknown_gpu_and_bad_tp_are_usage_errors(run_cli):

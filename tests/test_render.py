@@ -7,7 +7,6 @@ import json
 import os
 import shlex
 import shutil
-import stat
 import subprocess
 from pathlib import Path
 

@@ -10,7 +10,6 @@ exactly the baseline directives and an ExecStart= argv equal to the intended one
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import subprocess

@@ -56,13 +56,13 @@ def reports(tmp_path_factory) -> dict[str, dict]:
             page = root / f"{name}.html"
             flag = ["--out", str(page)] if cmd == "report" else ["--html", str(page)]
             assert main(["--data-dir", str(data), cmd, *args, *flag]) == 0
-            rec = root / f"{name}.json"
             import contextlib
             import io
 
             buf = io.StringIO()
             with contextlib.redirect_stdout(buf):
-                assert main(["--data-dir", str(data), "recommend", *args, "--json"]) == 0
+                # recommend exits 8 when nothing boots (the JSON is still printed); report writes its page
+                assert main(["--data-dir", str(data), "recommend", *args, "--json"]) == (8 if name == "no_boot" else 0)
             out[name] = {"path": page, "html": page.read_text(encoding="utf-8"), "rec": json.loads(buf.getvalue())}
         common.set_global_overrides()
     out["_data"] = {"path": data}
@@ -107,7 +107,7 @@ def test_page_shows_what_recommend_decides(reports, case):
     assert re.search(r"fingerprint</th><td>[0-9a-f]{64}<", text)
     # the layout search's candidates are drawn when the recommendation carries them
     assert ('id="layout"' in text) == bool(rec.get("candidates"))
-    if rec["prediction"]:
+    if rec["prediction"] and d["speculative_method"]:  # plain decoding's gain is 1 by definition: no card
         assert f"x{rec['prediction']['gain']:.2f}" in text
     # the first cards carry the launched configuration's figures (the search's chosen candidate)
     chosen = [c for c in rec.get("candidates") or [] if c.get("chosen")]
@@ -256,7 +256,10 @@ def test_page_without_prediction_or_memory_plan(tmp_path):
     profile = load_profile("meta-llama/Llama-3.1-8B-Instruct", s)
     rec = recommend(profile, HostContext(gpu="H200", gpus=1, origin="command line"), Workload(concurrency=8),
                     load_rules(s.rules_dirs))  # fmt: skip
-    assert rec.prediction is None and rec.memory is None
+    # without a predictor no suffix candidate is scored; a recommendation with no prediction at all
+    # is what nothing booting leaves (advisor.plan.recommend._not_bootable)
+    assert rec.memory is None and not any(c["p_win"] for c in rec.candidates)
+    rec = rec.model_copy(update={"prediction": None, "candidates": []})
     text = htmllib.unescape(build_report(rec, profile, s.model_copy(update={"data_dir": tmp_path / "data"})))
     assert "none (the predictor declined)" in text and "No prediction for this recommendation" in text
     assert "No memory plan in this recommendation." in text
@@ -279,14 +282,17 @@ def test_hostile_model_path_is_escaped(reports, tmp_path):
 
 
 def test_non_suffix_launch_is_labelled_as_launched(reports):
-    """DeepSeek-R1 on 8xH200 launches MTP: the cards say so and give MTP's gain; the suffix
-    prediction is shown as not launched, and the memory bars name MTP."""
+    """DeepSeek-R1 on 8xH200 launches MTP: the cards say so and give MTP's gain, K̄ and R (the
+    recommendation's prediction is MTP's, advisor.plan.choose); suffix is a candidate with its own
+    figures, and the memory bars name MTP."""
     text, rec = htmllib.unescape(reports["mtp"]["html"]), reports["mtp"]["rec"]
-    assert rec["decision"]["speculative_method"] == "mtp"
+    p = rec["prediction"]
+    assert rec["decision"]["speculative_method"] == "mtp" and p["method"] == "mtp" and p["p_win"] is None
     assert "suffix, K=" not in text.split('id="kr"')[0]  # nothing above the K-R plane calls it suffix
-    assert "suffix, not launched: gain · P(win) · K̄ · R" in text and f"x{rec['prediction']['gain']:.2f} · " in text
+    assert "P(suffix wins)" not in text.split('id="kr"')[0]
+    assert f"mtp: K̄ · R</div><div class=\"v\">{p['k_bar']:.2f} · {p['r']:.2f}" in text
     assert f"chosen: mtp K={rec['decision']['num_speculative_tokens']}" in text
-    assert "Star: suffix decoding for this configuration, which is not launched (mtp, K=1 is launched instead" in text
+    assert "Star: this recommendation (mtp, K=1, launched" in text
 
 
 def test_layout_table_says_why(reports):

@@ -50,6 +50,7 @@ print(json.dumps({
     "factor": fields["suffix_decoding_max_spec_factor"],
     "min_prob": fields["suffix_decoding_min_token_prob"],
     "block": CacheConfig.DEFAULT_BLOCK_SIZE,
+    "gmu": getattr(*(lambda d: (d, "default", d))({f.name: f.default for f in dataclasses.fields(CacheConfig)}["gpu_memory_utilization"])),
     "cap_sm100": "1024 if current_platform.is_device_capability_family(100) else 512" in src_vllm,
     "cap_512": ", 512)" in src_vllm or "else 512" in src_vllm,
     "rounds_to_qlen": hasattr(CompilationConfig, "adjust_cudagraph_sizes_for_spec_decode"),
@@ -79,6 +80,7 @@ def test_facts_match_the_release_own_config_defaults(version: str):
     assert (f.suffix_max_tree_depth, f.suffix_max_cached_requests, f.suffix_max_spec_factor, f.suffix_min_token_prob) == (
         got["depth"], got["cached"], got["factor"], got["min_prob"])  # fmt: skip
     assert f.block_size == got["block"]
+    assert f.gpu_memory_utilization == got["gmu"]
     assert (f.graph_cap_sm100 == 1024) == got["cap_sm100"] and got["cap_512"] and f.graph_cap == 512
     assert f.capture_sizes_multiple_of_qlen == got["rounds_to_qlen"]
     assert f.async_scheduling_with_suffix is not got["async_off_for_other_methods"]

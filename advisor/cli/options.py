@@ -1,4 +1,5 @@
-"""Options shared by ``recommend`` and ``render`` (one definition, two commands)."""
+"""Options shared by ``recommend``, ``render`` and ``report``: one definition (``SHARED``), one
+values object (``RecommendOptions``), one decorator that gives a command all of them."""
 
 from __future__ import annotations
 
@@ -8,19 +9,20 @@ from advisor import vllm_facts as _vllm
 
 GPU = typer.Option(None, "--gpu", help="GPU model: B200, H200, H100, A100, L40S, MI300X (detected when omitted).")
 GPUS = typer.Option(None, "--gpus", min=1, help="GPUs for one server (detected when omitted).")
-TP = typer.Option(None, "--tp", min=1, help="tensor_parallel_size (default: --gpus).")
+TP = typer.Option(None, "--tp", min=1, help="tensor_parallel_size (default: searched, TP x DP over --gpus).")
 CORPUS = typer.Option(
     None, "--corpus",
     help="Traffic: a seed corpus name (sharegpt, wildchat, lmsys, humaneval, mbpp, swebench, mix) or a trace file (K̄ is measured from it).",
 )  # fmt: skip
 TOKENIZER = typer.Option(None, "--tokenizer", help="Tokenizer for a --corpus file (default: the model's).")
 CONCURRENCY = typer.Option(32, "--concurrency", min=1, help="Requests in flight.")
-MAX_MODEL_LEN = typer.Option(None, "--max-model-len", min=16, help="Longest prompt+output (default 16384, capped at the model's context).")
-K = typer.Option(None, "--k", min=1, max=64, help="num_speculative_tokens when suffix is chosen (default from rules: 32).")
-NGRAM_K = typer.Option(None, "--ngram-k", min=1, max=64, help="num_speculative_tokens of the n-gram candidates (default 4).")
+MAX_MODEL_LEN = typer.Option(None, "--max-model-len", min=16, help="Longest prompt+output (default: what the rules set, else the model's context; capped at the model's context).")
+K = typer.Option(None, "--k", min=1, max=64, help="num_speculative_tokens when suffix is chosen (default: what the rules set, else rules/policy/decider.yaml's).")
+GMU = typer.Option(None, "--gmu", min=0.05, max=0.99,
+                   help=f"gpu_memory_utilization (default: what the rules set, else vLLM's {_vllm.facts().gpu_memory_utilization:g}).")
+NGRAM_K = typer.Option(None, "--ngram-k", min=1, max=64, help="num_speculative_tokens of the n-gram candidates (default: advisor.kbar.ngram's 4).")
 NGRAM_LOOKUP = typer.Option(None, "--ngram-lookup", metavar="MIN:MAX",
-                            help="n-gram prompt_lookup_min:prompt_lookup_max (default vLLM's 5:5).")  # fmt: skip
-GMU = typer.Option(None, "--gmu", min=0.05, max=0.99, help="gpu_memory_utilization (default from rules: 0.85).")
+                            help="n-gram prompt_lookup_min:prompt_lookup_max (default: vLLM's, advisor.vllm_facts).")  # fmt: skip
 PROBE = typer.Option(
     False, "--probe",
     help="When the prediction is unsure, run the probe campaign it proposes (real vLLM on this host, a few minutes), then recommend again from the recalibrated predictor.",
@@ -43,3 +45,53 @@ VLLM_VERSION = typer.Option(
     help=f"vLLM version the flags and files target: {', '.join(_vllm.versions())} (advisor.vllm_facts). "
     f"Default: ADVISOR_VLLM_VERSION, else the vLLM installed here, else {_vllm.DEFAULT_VERSION}.",
 )  # fmt: skip
+
+
+SHARED = (
+    ("gpu", "str | None", GPU), ("gpus", "int | None", GPUS), ("tp", "int | None", TP), ("corpus", "str | None", CORPUS),
+    ("tokenizer", "str | None", TOKENIZER), ("concurrency", "int", CONCURRENCY), ("max_model_len", "int | None", MAX_MODEL_LEN),
+    ("k", "int | None", K), ("gmu", "float | None", GMU), ("objective", "str", OBJECTIVE),
+    ("max_tpot_ms", "float | None", MAX_TPOT_MS), ("max_ttft_ms", "float | None", MAX_TTFT_MS),
+    ("prompt_len", "int", PROMPT_LEN), ("output_len", "int", OUTPUT_LEN), ("vllm_version", "str | None", VLLM_VERSION),
+    ("probe", "bool", PROBE), ("probe_duration", "float", PROBE_DURATION), ("probe_requests", "int | None", PROBE_REQUESTS),
+    ("server_cmd", "str", SERVER_CMD), ("ngram_k", "int | None", NGRAM_K), ("ngram_lookup", "str | None", NGRAM_LOOKUP),
+)  # fmt: skip
+"""The options ``recommend``, ``render`` and ``report`` share: one place to add a flag (name, type, Option)."""
+
+
+class RecommendOptions:
+    """The shared options' values, as one object (``with_recommend_options`` builds it)."""
+
+    __slots__ = tuple(name for name, _, _ in SHARED)
+
+    def __init__(self, **values) -> None:
+        for name, _, opt in SHARED:
+            setattr(self, name, values.get(name, opt.default))
+
+    def replace(self, **changes) -> "RecommendOptions":
+        return RecommendOptions(**{**{n: getattr(self, n) for n in self.__slots__}, **changes})
+
+
+def with_recommend_options(fn):
+    """Give a command every shared option: ``fn(model, …, opts: RecommendOptions, …own options)``.
+    The options join the command's signature (Typer reads ``__signature__``), so ``--help`` lists them."""
+    import functools
+    import inspect
+
+    sig = inspect.signature(fn, eval_str=True)
+    own = [p for p in sig.parameters.values() if p.name != "opts"]
+    types = {"str | None": str | None, "int | None": int | None, "float | None": float | None, "int": int,
+             "str": str, "float": float, "bool": bool}  # fmt: skip
+    shared = [inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=opt, annotation=types[t]) for n, t, opt in SHARED]
+    first, rest = own[0], [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in own[1:]]  # MODEL, then own options
+    params = [first, *rest, *shared]
+
+    @functools.wraps(fn)
+    def command(*a, **kwargs):
+        opts = RecommendOptions(**{n: kwargs.pop(n) for n, _, _ in SHARED if n in kwargs})
+        return fn(*a, opts=opts, **kwargs)
+
+    command.__signature__ = sig.replace(parameters=params, return_annotation=None)
+    command.__annotations__ = {p.name: p.annotation for p in params}
+    del command.__wrapped__
+    return command

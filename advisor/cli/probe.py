@@ -8,6 +8,7 @@ import typer
 
 from advisor.cli._app import app
 from advisor.cli.common import JsonOpt, emit_json, settings
+from advisor.vllm_facts import facts as _vllm_facts
 
 
 def run_spec(spec, *, quiet: bool):
@@ -46,7 +47,7 @@ def probe_cmd(
     ignore_eos: bool = typer.Option(False, "--ignore-eos", help="Generate max_tokens for every request (vLLM's ignore_eos)."),
     server_cmd: str = typer.Option("vllm serve", "--server-cmd", help="Program that starts vLLM; MODEL follows it (after --model unless it ends in 'serve')."),
     extra_args: str = typer.Option("", "--extra-args", help="More server flags for every configuration, shell-quoted (e.g. \"--dtype float32 --enforce-eager\")."),
-    gmu: float = typer.Option(None, "--gpu-memory-utilization", help="gpu_memory_utilization (default: the advisor's 0.90)."),
+    gmu: float = typer.Option(None, "--gpu-memory-utilization", help=f"gpu_memory_utilization (default: vLLM's {_vllm_facts().gpu_memory_utilization:g})."),
     max_model_len: int = typer.Option(None, "--max-model-len", help="max_model_len (default 16384)."),
     tp: int = typer.Option(None, "--tensor-parallel-size", "--tp", help="Tensor parallel size (default 1)."),
     max_num_seqs: int = typer.Option(None, "--max-num-seqs", help="max_num_seqs (default: vLLM's)."),
@@ -70,7 +71,7 @@ def probe_cmd(
 
     from advisor.errors import UsageError
     from advisor.domain.decision import Decision
-    from advisor.probe.campaign import CampaignSpec, summary_line
+    from advisor.probe.campaign import CampaignSpec
     from advisor.probe.configs import parse_configs
     from advisor.probe.load import LoadSpec
 
@@ -113,6 +114,20 @@ def probe_cmd(
         hint = (" (letters, digits, '.', '_', '-'; it names a folder under the data dir)" if field == "campaign" else "")
         raise UsageError(f"--{field} {first.get('input')!r}: {first['msg']}{hint}") from None
     result, store = run_spec(spec, quiet=json_out)
+    failed = bool(result.records) and all(r.outcome != "ok" for r in result.records)
+    _report(result, store, json_out, model=model, save_responses=save_responses)
+    if failed:  # every configuration failed: exit 7 (ProbeError's code) once the records are shown
+        from advisor.errors import ProbeError
+
+        print(f"error: every probed configuration failed ({', '.join(sorted({r.outcome for r in result.records}))})",
+              file=sys.stderr)  # fmt: skip
+        raise typer.Exit(ProbeError.exit_code)
+
+
+def _report(result, store, json_out: bool, *, model: str, save_responses: str | None) -> None:
+    """The campaign's records: JSON, or one line each (and where the model's own outputs went)."""
+    import shlex
+
     if json_out:
         emit_json({
             "campaign_id": result.campaign_id,
@@ -123,6 +138,8 @@ def probe_cmd(
             "responses": save_responses,
         })  # fmt: skip
         return
+    from advisor.probe.campaign import summary_line
+
     vanilla = next((r.throughput_tok_s for r in result.records if r.config == "vanilla" and r.outcome == "ok"), None)
     print(f"campaign {result.campaign_id} ({len(result.probed)} probed, {len(result.skipped)} already done), store {store}")
     for rec in result.records:

@@ -11,16 +11,22 @@ import typer
 from advisor.cli import options as o
 from advisor.cli._app import app
 from advisor.cli.common import JsonOpt, emit_json, model_arg, settings, table, vllm_choice
-from advisor.errors import UsageError
+from advisor.errors import NotBootableError, UsageError
 
 if TYPE_CHECKING:
     from advisor.domain.probe_plan import ProbePlan
 
 
-def build_recommendation(model, gpu, gpus, tp, corpus, tokenizer, concurrency, max_model_len, k, gmu, query=None,
-                         vllm_version=None):
-    """Load everything a recommendation needs (I/O) and call the pure core. ``vllm_version``: the
-    resolved vLLM line (``vllm_choice``); the memory plan uses its defaults."""
+def build_recommendation(model: str, opts, **changes):
+    """Load everything a recommendation needs (I/O) and call the pure core with the shared options
+    (advisor.cli.options.RecommendOptions; ``changes`` replace some, e.g. ``gpus``). The memory plan
+    uses the defaults of the vLLM line ``vllm_choice`` resolves."""
+    opts = opts.replace(**changes) if changes else opts
+    gpu, gpus, tp, corpus, tokenizer = opts.gpu, opts.gpus, opts.tp, opts.corpus, opts.tokenizer
+    concurrency, max_model_len, k, gmu = opts.concurrency, opts.max_model_len, opts.k, opts.gmu
+    vllm_version = vllm_choice(opts.vllm_version).version
+    query = layout_query(opts.objective, opts.max_tpot_ms, opts.max_ttft_ms, opts.prompt_len, opts.output_len,
+                         opts.ngram_k, opts.ngram_lookup)  # fmt: skip
     from advisor.model.load import load_profile
     from advisor.hardware.resolve import resolve_host
     from advisor.cli.wiring import StorePredictor, workload_for
@@ -39,32 +45,54 @@ def build_recommendation(model, gpu, gpus, tp, corpus, tokenizer, concurrency, m
 
     on_progress, prog = replay_progress(corpus is not None and Path(corpus).expanduser().is_file() and sys.stderr.isatty())
     fallback = tokenizer is None  # a --tokenizer the user named is never substituted
+    from advisor.rules.policy import load_policy
+
+    k_kbar = k or load_policy().num_speculative_tokens  # the K a trace file's K̄ is measured at
     if prog is None:
-        workload = workload_for(corpus, concurrency, tokenizer or model, k or 32, allow_fallback=fallback)
+        workload = workload_for(corpus, concurrency, tokenizer or model, k_kbar, allow_fallback=fallback)
     else:  # replaying a trace file takes seconds to minutes: show it
         with prog:
-            workload = workload_for(corpus, concurrency, tokenizer or model, k or 32, on_progress=on_progress,
+            workload = workload_for(corpus, concurrency, tokenizer or model, k_kbar, on_progress=on_progress,
                                     allow_fallback=fallback)  # fmt: skip
     predict = StorePredictor(s)
     rules = load_rules(s.rules_dirs, facts=fact_names())
     rec = recommend(
         profile, host, workload, rules,
         tensor_parallel_size=tp, max_model_len=max_model_len, num_speculative_tokens=k,
-        gpu_memory_utilization=gmu, predictor=predict, planner=planner,
+        gpu_memory_utilization=gmu, predictor=predict, planner=planner, query=query,
     )  # fmt: skip
     rec.warnings.extend(predict.skipped)
-    # --- issue 15: layout x speculative-method search (advisor.plan.layout); user flags stay fixed ---
-    from advisor.plan.layout import LayoutQuery
-    from advisor.plan.layout_wiring import apply_search
-
-    return apply_search(rec, profile, rules, query or LayoutQuery(), tp=tp, k=k, records=predict.records,
-                        cache_dir=predict.cache_dir)  # fmt: skip
+    return rec
 
 
-def _print(rec, vllm) -> None:
+def gain_row(p) -> str:
+    """The header's gain: the launched method's (suffix: with its P(win); plain: 1 by definition)."""
+    if p.method == "none":
+        return "x1.00 (plain decoding; the speculative candidates are listed with their own figures)"
+    name = p.method or "suffix"
+    pw = f", P(win)={p.p_win:.2f}" if p.p_win is not None else ""
+    return f"{name} x{p.gain:.2f} [{p.gain_low:.2f}, {p.gain_high:.2f}]{pw}, K̄={p.k_bar:.2f}, R={p.r:.2f}"
+
+
+def first_lines(rec, nearest: str | None) -> list[str]:
+    """What a script or a reader must see first: nothing boots (with what would), an SLA nothing meets."""
+    out = []
+    if rec.memory is not None and not rec.memory.boots:
+        hint = f"nearest configuration that boots: {nearest}" if nearest else "no configuration within 64 GPUs boots with these settings"
+        out.append(f"DOES NOT BOOT on {rec.host.gpus}x{rec.host.gpu}: {rec.memory.reason}; {hint}")
+    if rec.sla_met is False:
+        out.append(next((w for w in rec.warnings if w.startswith("SLA not met")), "SLA not met"))
+    return out
+
+
+def _print(rec, vllm, first: list[str] = ()) -> None:
     from advisor.render.flags import serve_argv
     import shlex
 
+    for line in first:
+        print(line)
+    if first:
+        print()
     d = rec.decision
     spec = f"{d.speculative_method}, K={d.num_speculative_tokens}" if d.speculative_method else "off (plain decoding)"
     rows = [
@@ -83,10 +111,12 @@ def _print(rec, vllm) -> None:
     ]
     if rec.prediction:
         p = rec.prediction
-        rows.append(("predicted gain", f"x{p.gain:.2f} [{p.gain_low:.2f}, {p.gain_high:.2f}], P(win)={p.p_win:.2f}, K̄={p.k_bar:.2f}, R={p.r:.2f}"))
+        rows.append(("predicted gain", gain_row(p)))
         dc = p.decomposition
-        rows.append(("gain = K̄ / R x fitted", f"{dc.k_bar:.2f} / {dc.r:.2f} x {dc.fitted_factor:.2f} = "
-                     f"{dc.k_bar / dc.r * dc.fitted_factor:.2f} (host profile {p.host_profile}, match: {p.host_match})"))
+        if dc is not None:
+            host = f" (host profile {p.host_profile}, match: {p.host_match})" if p.host_profile else ""
+            rows.append(("gain = K̄ / R x fitted", f"{dc.k_bar:.2f} / {dc.r:.2f} x {dc.fitted_factor:.2f} = "
+                         f"{dc.k_bar / dc.r * dc.fitted_factor:.2f}{host}"))
         if p.measured:
             ms = p.measured
             kb = f", K̄={ms.k_bar:.2f}" if ms.k_bar else ""
@@ -127,45 +157,44 @@ def _print(rec, vllm) -> None:
 
 
 @app.command("recommend")
-def recommend_cmd(
-    model: str = model_arg(),
-    gpu: str = o.GPU, gpus: int = o.GPUS, tp: int = o.TP, corpus: str = o.CORPUS, tokenizer: str = o.TOKENIZER,
-    concurrency: int = o.CONCURRENCY, max_model_len: int = o.MAX_MODEL_LEN, k: int = o.K, gmu: float = o.GMU,
-    probe: bool = o.PROBE, probe_duration: float = o.PROBE_DURATION, probe_requests: int = o.PROBE_REQUESTS,
-    server_cmd: str = o.SERVER_CMD,
-    html: Path = o.HTML,
-    objective: str = o.OBJECTIVE, max_tpot_ms: float = o.MAX_TPOT_MS, max_ttft_ms: float = o.MAX_TTFT_MS,
-    prompt_len: int = o.PROMPT_LEN, output_len: int = o.OUTPUT_LEN, vllm_version: str = o.VLLM_VERSION,
-    ngram_k: int = o.NGRAM_K, ngram_lookup: str = o.NGRAM_LOOKUP,
-    json_out: bool = JsonOpt,
-) -> None:  # fmt: skip
+@o.with_recommend_options
+def recommend_cmd(model: str = model_arg(), opts: o.RecommendOptions = None, html: Path = o.HTML,
+                  json_out: bool = JsonOpt) -> None:  # fmt: skip
     """Recommend the fastest vLLM configuration for MODEL on this (or the given) GPU host, with reasons.
 
     Where the prediction is unsure the output names the probe campaign that settles it; --probe runs
     it here and recommends again from the recalibrated predictor. --html FILE also writes the
-    `advisor report` page of this recommendation."""
-    vllm = vllm_choice(vllm_version)
+    `advisor report` page of this recommendation. Exit 8 when nothing boots (the nearest
+    configuration that boots is the first line)."""
+    vllm = vllm_choice(opts.vllm_version)
     if html is not None:
         from advisor.atomic import check_target
 
         check_target(html)
-    args = (model, gpu, gpus, tp, corpus, tokenizer, concurrency, max_model_len, k, gmu,
-            layout_query(objective, max_tpot_ms, max_ttft_ms, prompt_len, output_len, ngram_k, ngram_lookup), vllm.version)
-    rec, probed = recommend_maybe_probe(args, probe, probe_duration, probe_requests, server_cmd, quiet=json_out)
+    rec, probed = recommend_maybe_probe(model, opts, quiet=json_out)
     if html is not None:
         from advisor.cli.common import write_html
 
         write_html(rec, model, html)
+    nearest = None
+    if rec.memory is not None and not rec.memory.boots:
+        from advisor.render.gate import nearest_booting
+
+        nearest = nearest_booting(rec, lambda n: build_recommendation(model, opts, gpus=n, tp=None))
     if json_out:
         out = rec.model_dump(mode="json")
         if probed is not None:
             out["probed"] = probed
         out["vllm"] = vllm.model_dump()
+        if nearest is not None:
+            out["nearest_bootable"] = nearest
         emit_json(out)
     else:
         if probed is not None:
             print(f"probed: campaign {probed['campaign_id']} ({', '.join(probed['summary'])}); recommending again\n")
-        _print(rec, vllm)
+        _print(rec, vllm, first_lines(rec, nearest))
+    if rec.memory is not None and not rec.memory.boots:
+        raise typer.Exit(NotBootableError.exit_code)
 
 
 def layout_query(objective: str, max_tpot_ms, max_ttft_ms, prompt_len: int, output_len: int,
@@ -185,18 +214,18 @@ def layout_query(objective: str, max_tpot_ms, max_ttft_ms, prompt_len: int, outp
                        prompt_len=prompt_len, output_len=output_len, ngram_k=ngram_k, ngram_lookup=window)  # fmt: skip
 
 
-def recommend_maybe_probe(args: tuple, probe: bool, duration: float, requests: int | None, server_cmd: str, *, quiet: bool):
-    """(Recommendation, probe summary or None): ``build_recommendation(*args)``, and with ``probe``
-    the probe campaign it proposes run here and the recommendation built again."""
-    rec = build_recommendation(*args)
+def recommend_maybe_probe(model: str, opts, *, quiet: bool):
+    """(Recommendation, probe summary or None): ``build_recommendation(model, opts)``, and with
+    ``opts.probe`` the probe campaign it proposes run here and the recommendation built again."""
+    rec = build_recommendation(model, opts)
     probed = None
-    if probe and rec.probe_plan:
-        probed = _run_plan(rec.probe_plan, duration, requests, server_cmd, quiet=quiet)
-        rec = build_recommendation(*args)
+    if opts.probe and rec.probe_plan:
+        probed = _run_plan(rec.probe_plan, opts.probe_duration, opts.probe_requests, opts.server_cmd, quiet=quiet)
+        rec = build_recommendation(model, opts)
         if not (rec.prediction and rec.prediction.measured):
             rec.warnings.append(f"--probe did not settle it ({'; '.join(probed['summary'])}): the recommendation "
                                 f"still rests on the prediction; see the logs under {Path(probed['store']).parent / 'campaigns'}")  # fmt: skip
-    elif probe:
+    elif opts.probe:
         print("--probe: the recommendation is settled; nothing to probe", file=sys.stderr)
     return rec, probed
 

@@ -35,12 +35,12 @@ def _summary(rec, target, fmt: str, warnings: list[str], vllm) -> str:
 
 
 @app.command("render")
+@o.with_recommend_options
 def render_cmd(
     model: str = model_arg(),
     out: Path = typer.Option(..., "--out", help="Directory to write into (created; every file is written or none is)."),
     fmt: str = typer.Option("systemd", "--format", help="systemd: launch.sh, vllm.service, vllm.env (0600); multi-node adds ray-worker.sh, vllm-ray-worker.service. k8s: vllm-secret.yaml (Secret, 0600) + vllm-deployment.yaml (PVC, Deployment, Service), multi-node vllm-lws.yaml (LeaderWorkerSet). compose: compose.yaml (0600, env inline)."),
-    gpu: str = o.GPU, gpus: int = o.GPUS, tp: int = o.TP, corpus: str = o.CORPUS, tokenizer: str = o.TOKENIZER,
-    concurrency: int = o.CONCURRENCY, max_model_len: int = o.MAX_MODEL_LEN, k: int = o.K, gmu: float = o.GMU,
+    opts: o.RecommendOptions = None,
     vllm_bin: str = typer.Option("vllm", "--vllm-bin", help="vLLM executable: a name (resolved on PATH now, so the unit gets an absolute path) or a path. Not empty, no leading '-'."),
     env_file: str = typer.Option("/etc/vllm/vllm.env", "--env-file", help="Absolute path the unit's EnvironmentFile will be installed at."),
     host: str = typer.Option("127.0.0.1", "--host", help="Address vLLM listens on (an IP address or host name; 0.0.0.0 for all). compose: the address the port is published on (vLLM listens on 0.0.0.0 inside the container); k8s: ignored (the Service fronts the pod)."),
@@ -49,7 +49,6 @@ def render_cmd(
     env: list[str] = typer.Option(None, "--env", metavar="NAME[=VALUE]", help="Extra variable for vllm.env (repeatable); NAME alone copies it from this environment, e.g. --env HF_TOKEN --env VLLM_API_KEY, so secrets stay off the command line."),
     gpus_per_node: int = typer.Option(None, "--gpus-per-node", min=1, help="GPUs in one node (default 8): a layout needing more is rendered multi-node (TP inside a node, PP across nodes, Ray)."),
     image: str = typer.Option(None, "--image", help="Container image for --format k8s/compose (default: vllm/vllm-openai:v<release of --vllm-version>, e.g. v0.33.0)."),
-    vllm_version: str = o.VLLM_VERSION,
     force: bool = typer.Option(False, "--force", help="Overwrite existing files, and render even a configuration the memory plan says does not boot."),
     json_out: bool = JsonOpt,
 ) -> None:  # fmt: skip
@@ -65,16 +64,16 @@ def render_cmd(
 
     if fmt not in FORMATS:
         raise UsageError(f"--format {fmt!r}: choose one of {', '.join(FORMATS)}")
-    vllm = vllm_choice(vllm_version)
+    from advisor.cli.recommend import recommend_maybe_probe
+
+    vllm = vllm_choice(opts.vllm_version)
     extra_env = parse_env_options(env)
-    args = dict(gpu=gpu, gpus=gpus, tp=tp, corpus=corpus, tokenizer=tokenizer, concurrency=concurrency,
-                max_model_len=max_model_len, k=k, gmu=gmu, vllm_version=vllm.version)  # fmt: skip
-    rec = build_recommendation(model, **args)
+    rec, _probed = recommend_maybe_probe(model, opts, quiet=json_out)
     target = make_target(serve_model(model) if rec.model["id"] == model else rec.model["id"], rec.decision,
                          vllm_bin=vllm_bin, env_file=env_file, host=host, port=port,
                          served_model_name=served_model_name, extra_env=extra_env, resolve=fmt == "systemd")  # fmt: skip
     warnings = list(rec.warnings) + list(target.warnings)
-    warnings += check_boots(rec, lambda n: build_recommendation(model, **{**args, "gpus": n, "tp": None}), force=force)
+    warnings += check_boots(rec, lambda n: build_recommendation(model, opts, gpus=n, tp=None), force=force)
     warnings += [vllm.note] if vllm.note else []
     files, more = _render(fmt, target, rec, gpus_per_node=gpus_per_node or 8, image=image or default_image(vllm.version),
                           version=vllm.version)  # fmt: skip

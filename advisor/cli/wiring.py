@@ -99,10 +99,14 @@ class StorePredictor:
         if not self._seen:
             from advisor.hardware.host import collect_host
 
-            try:
+            from advisor.errors import AdvisorError
+
+            try:  # collect_host lists unreadable parts instead of raising; what is left is said, not hidden
                 self._seen.append(collect_host(self.settings).fingerprint)
-            except Exception:  # noqa: BLE001 - unknown fingerprint: no measurement counts as exact
+            except (OSError, AdvisorError) as exc:
                 self._seen.append(None)
+                self.skipped.append(f"this host's fingerprint could not be read ({type(exc).__name__}: {exc}): no probe "
+                                    "measurement counts as taken on this host")  # fmt: skip
         return self._seen[0]
 
     def cpu_model(self, gpu: str) -> str | None:

@@ -61,7 +61,7 @@ class Decision(BaseModel):
     ``deepseek_mtp`` is deprecated to ``mtp``), None for plain decoding."""
     num_speculative_tokens: int | None = Field(default=None, ge=1, le=64)
     """K: the most tokens drafted per step (only with a speculative method)."""
-    gpu_memory_utilization: float = Field(default=0.90, gt=0.0, le=0.99)
+    gpu_memory_utilization: float = Field(default=_vllm().gpu_memory_utilization, gt=0.0, le=0.99)
     """Fraction of each GPU's memory vLLM may use (weights + activations + KV cache)."""
     tensor_parallel_size: int = Field(default=1, ge=1)
     """GPUs one replica is split over."""

@@ -119,8 +119,22 @@ present in ``--json`` only once the search has run."""
 
 
 class RecommendedPrediction(Prediction):
-    """``Recommendation.prediction``: the prediction at the decision's TP and K, what probes on this
-    host measured, and, after the layout search, the chosen candidate's absolute figures."""
+    """``Recommendation.prediction``: what the launched configuration is predicted to do (method,
+    layout and K of the decision): gain over plain decoding with its interval, K̄ and R, the
+    absolute figures, and what probes on this host measured. For suffix decoding the K > R
+    predictor's fields; for MTP and n-gram their gain, K̄ and R (``p_win`` None: no probability is
+    modelled for them); for plain decoding gain, K̄ and R are 1. The other methods are candidates
+    (``Recommendation.candidates``) with their own figures."""
+
+    p_win: float | None = Field(default=None, ge=0, le=1)
+    """P(suffix wins) from the K > R predictor (suffix decoding only)."""
+    spec_graph_mode: str | None = None
+    mla_prefill_ms: float | None = None
+    calibration_shift: float | None = None
+    model_seen: bool | None = None
+    host_profile: str | None = None
+    """The host cost profile(s) of the suffix prediction (None for MTP, n-gram and plain decoding)."""
+    host_match: str | None = None
 
     measured: Measured | None = None
     """Probes on this host for this exact deployment (model, traffic, K, GPU, TP, concurrency, no overrides)."""

@@ -26,8 +26,8 @@ class Recommendation(BaseModel):
     """[{id, rationale, severity, source, set}] in the order applied."""
     warnings: list[str]
     prediction: RecommendedPrediction | None = None
-    """{gain, gain_low, gain_high, p_win, k_bar, r, …} from the K > R predictor at the decision's TP
-    and K, ``measured`` ({gain, k_bar, runs, campaigns} or None): what probes on this host found for
+    """What the launched method is predicted to do at the decision's layout and K: {method, gain,
+    gain_low, gain_high, p_win (suffix only), k_bar, r, …}, ``measured`` ({gain, k_bar, runs, campaigns} or None): what probes on this host found for
     this exact deployment (model, traffic, K, GPU, TP, concurrency, no overrides), and
     ``measured_near`` ([{campaign, gain, k_bar, fitted, differs}]): probes of this model, traffic and
     K that differ in something else (not used to decide); after the layout search also the chosen
@@ -40,6 +40,9 @@ class Recommendation(BaseModel):
     """Host DSA work-queue state the evidence was measured at: enabled / disabled / either."""
     probe_plan: ProbePlan | None = None
     """When the prediction is unsure: the ``advisor probe`` campaign that settles it (advisor.plan.probe_plan)."""
+    sla_met: bool | None = None
+    """None: no --max-tpot-ms / --max-ttft-ms given; False: no configuration meets them (the best
+    one that boots is recommended and the first warning says by how much it misses)."""
     candidates: list[dict] = Field(default_factory=list)
     """Layout search (issue 15, advisor.plan.layout_wiring): every searched layout x speculative method,
     best first, with predicted figures and why each lost."""

@@ -21,7 +21,6 @@ import re
 import shutil
 import socket
 import subprocess
-import tempfile
 from collections.abc import Mapping
 from datetime import datetime, timezone
 from importlib import metadata

@@ -1,5 +1,6 @@
-"""Search layouts (TP x DP, EP) x speculative methods (none / suffix K / n-gram K / MTP) x
-max_num_seqs, predict each in absolute terms, and pick the best feasible one (pure).
+"""Enumerate layouts (TP x DP, EP) x speculative methods (none / suffix K / n-gram K / MTP) x
+max_num_seqs and predict each in absolute terms (pure). Which one is launched is
+:func:`advisor.plan.choose.choose`'s call, not this module's.
 
 Candidates are what vLLM 0.32 accepts on the host (checks below, each naming the vLLM rule), the
 memory planner decides whether each boots, and :mod:`advisor.predict.absolute` predicts host
@@ -21,17 +22,11 @@ from advisor.model.schema import ModelProfile
 from advisor.domain.decision import Decision
 from advisor.domain.prediction import Band
 from advisor.predict.absolute import ReplicaLayout, ServingFigures, mtp_gain, ngram_gain, serve
-from advisor.predict.kbar_prior import max_draft
+from advisor.plan.memory_terms import dense_intermediate
+from advisor.rules.policy import load_policy
+from advisor.plan.memory_terms import batch_defaults
 
 Objective = Literal["throughput", "latency"]
-NGRAM_K = DEFAULT_NGRAM_K  # the advisor's n-gram K, one place (advisor.kbar.ngram)
-"""n-gram drafts per step searched (vLLM's prompt lookup defaults to 5-token matches)."""
-SUFFIX_K_FALLBACK = (16, 8)
-"""Lower suffix K tried when the rules' K does not boot (only without --k)."""
-SEQS_CAPS = (256, 128, 64, 32)
-"""max_num_seqs caps searched when a latency objective or a TPOT/TTFT limit makes them matter."""
-SUFFIX_THRESHOLDS = {"default_on": 0.30, "default_off": 0.70, "open": 0.50}
-"""P(win) a suffix candidate needs under each rules policy (advisor.plan.recommend's FLIP_* values)."""
 
 
 class NoFeasibleLayout(AdvisorError):
@@ -52,7 +47,7 @@ class LayoutQuery(BaseModel):
     prompt_len: int = Field(default=1024, ge=1)
     output_len: int = Field(default=512, ge=1)
     ngram_k: int | None = Field(default=None, ge=1, le=64)
-    """num_speculative_tokens of the n-gram candidates (``--ngram-k``; None: NGRAM_K)."""
+    """num_speculative_tokens of the n-gram candidates (``--ngram-k``; None: the advisor's n-gram K)."""
     ngram_lookup: tuple[int, int] | None = None
     """(prompt_lookup_min, prompt_lookup_max) of the n-gram candidates (``--ngram-lookup``; None: vLLM's)."""
 
@@ -72,6 +67,12 @@ class Candidate(BaseModel):
     figures: ServingFigures | None = None
     p_win: float | None = None
     """P(suffix wins) from the calibrated predictor (suffix only)."""
+    k_bar: float | None = None
+    """Tokens per verification step the gain assumes (speculative methods)."""
+    r: float | None = None
+    """Verification step / plain step (speculative methods)."""
+    measured_gain: float | None = None
+    """Suffix only: what probes on this host measured for exactly this deployment (advisor.plan.predictor)."""
     eligible: bool = True
     why_not: str | None = None
     """Why this candidate cannot win (does not boot, rule, SLA); None when eligible."""
@@ -80,19 +81,6 @@ class Candidate(BaseModel):
         spec = "plain" if self.method == "none" else f"{self.method} K={self.k}"
         seqs = f", max_num_seqs {self.max_num_seqs}" if self.max_num_seqs else ""
         return f"{self.layout.label()}, {spec}{seqs}"
-
-
-class LayoutResult(BaseModel):
-    """The ranked candidates: ``chosen`` is ``ranked[0]``."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    chosen: Candidate
-    ranked: list[Candidate]
-    """Eligible candidates, best first, then the ineligible ones."""
-    searched: int
-    limits_missed: str | None = None
-    """Set when no candidate meets --max-tpot-ms / --max-ttft-ms: the chosen one is the best that boots."""
 
 
 def tp_reasons(p: ModelProfile, tp: int, *, ep: bool, group: int) -> list[str]:
@@ -104,8 +92,6 @@ def tp_reasons(p: ModelProfile, tp: int, *, ep: bool, group: int) -> list[str]:
     kv = p.num_kv_heads
     if p.attention != "mla" and kv % tp and tp % kv:
         out.append(f"{kv} KV heads neither split nor replicate over TP {tp} (QKVParallelLinear)")
-    from advisor.plan.memory_terms import dense_intermediate
-
     block = (p.quant.block_size or [None])[0]
     # The profile does not carry intermediate_size: recovered from the parameter count, rounded to 128.
     inter = int(round(dense_intermediate(p) / 128) * 128) if p.arch == "dense" else 0
@@ -152,78 +138,61 @@ def replica_profile(p: ModelProfile, lay: ReplicaLayout, method: str) -> ModelPr
     return p if wb == p.weight_bytes else p.model_copy(update={"weight_bytes": wb})
 
 
-SuffixGain = Callable[[int, int, int], "tuple[Band, float, float] | None"]
-"""(tp, concurrency per replica, K) -> (gain band, P(win), K̄) from the calibrated predictor, or None."""
+SuffixGain = Callable[[int, int, int], "object | None"]
+"""(tp, concurrency per replica, K) -> the K > R prediction there (gain, gain_low, gain_high, p_win,
+k_bar, r, measured), or None when the predictor declines."""
 
 
-def _spec_options(p: ModelProfile, k_fixed: int | None, k_rules: int, k_ngram: int | None = None) -> list[tuple[str, int | None]]:
+def _spec_options(p: ModelProfile, k_fixed: int | None, k_rules: int, pol, k_ngram: int | None = None) -> list[tuple[str, int | None]]:
     opts: list[tuple[str, int | None]] = [("none", None)]
-    ks = [k_fixed] if k_fixed else [k_rules, *(x for x in SUFFIX_K_FALLBACK if x < k_rules)]
+    ks = [k_fixed] if k_fixed else [k_rules, *(x for x in pol.suffix_k_fallback if x < k_rules)]
     opts += [("suffix", k) for k in ks]
     # --k is "num_speculative_tokens when suffix is chosen" (cli/options.py): the other methods keep their own K
-    opts.append(("ngram", k_ngram or NGRAM_K))
+    opts.append(("ngram", k_ngram or DEFAULT_NGRAM_K))  # --ngram-k, else the advisor's n-gram K (advisor.kbar.ngram)
     if p.mtp_layers:
         opts.append(("mtp", p.mtp_layers))
     return opts
 
 
-def search(p: ModelProfile, gpu: GpuSpec, gpus: int, base: Decision, *, concurrency: int, query: LayoutQuery,
-           policy: str, suffix_gain: SuffixGain, planner, tp_fixed: int | None = None, k_fixed: int | None = None,
-           k_rules: int = 32) -> LayoutResult:  # fmt: skip
-    """Rank every candidate. ``planner(profile, decision) -> (boots, kv_cache_tokens, reason)``;
-    ``policy`` is the rules' speculation policy for suffix decoding (required/forbidden/default_on/default_off/open)."""
+def score(p: ModelProfile, gpu: GpuSpec, gpus: int, base: Decision, *, concurrency: int, query: LayoutQuery,
+          suffix_gain: SuffixGain, planner, tp_fixed: int | None = None, k_fixed: int | None = None,
+          k_rules: int, policy_table=None) -> list[Candidate]:  # fmt: skip
+    """Every candidate with its boot verdict and predicted figures (eligibility and ranking are
+    :func:`advisor.plan.choose.choose`'s). ``planner(profile, decision) -> (boots, kv_cache_tokens, reason)``.
+    A suffix candidate that does not boot at the rules' K is tried at the table's lower K (without
+    ``--k``), and then under lower max_num_seqs caps."""
+    pol = policy_table or load_policy()
     lays, refused = layouts(p, gpus, tp_fixed)
     if not lays:
         raise NoFeasibleLayout(f"no tensor-parallel layout vLLM accepts on {gpus} GPUs: {'; '.join(refused)}")
     seq_caps: list[int | None] = [base.max_num_seqs]
     if base.max_num_seqs is None and (query.objective == "latency" or query.max_tpot_ms):
-        seq_caps += list(SEQS_CAPS)
+        seq_caps += list(pol.seqs_caps)
     cands: list[Candidate] = []
-    gains: dict[tuple, tuple | None] = {}
+    gains: dict[tuple, object | None] = {}
+    opts = _spec_options(p, k_fixed, k_rules, pol, query.ngram_k)
+    last_k = [k for m, k in opts if m == "suffix"][-1]
     for lay in lays:
         per_replica = -(-concurrency // lay.dp)
         suffix_booted = False
-        for method, k in _spec_options(p, k_fixed, k_rules, query.ngram_k):
+        for method, k in opts:
             if method == "suffix" and k != (k_fixed or k_rules) and suffix_booted:
                 continue  # a lower K only where the rules' K does not boot
-            for cap in seq_caps:
-                if cap is not None and cap >= per_replica:
+            # the memory planner's order: lower K first, then fewer sequences (the last K only)
+            fallback = method == "suffix" and k == last_k and len(seq_caps) == 1 and base.max_num_seqs is None
+            for cap in [*seq_caps, *(pol.seqs_caps if fallback else ())]:
+                if cap is not None and cap >= per_replica and not fallback:
                     continue
-                c = _one(p, gpu, lay, method, k, cap, base, concurrency, query, policy, suffix_gain, planner, gains)
+                c = _one(p, gpu, lay, method, k, cap, base, concurrency, query, suffix_gain, planner, gains,
+                         pol.num_speculative_tokens)  # fmt: skip
                 suffix_booted |= method == "suffix" and c.boots
                 cands.append(c)
-    elig = [c for c in cands if c.eligible]
-    key = _rank_key(query.objective, query.output_len)
-    missed = None
-    if not elig:
-        # Nothing meets --max-tpot-ms / --max-ttft-ms: recommend the best that boots (rules still
-        # apply) and say by how much it misses; nothing booting at all is an error.
-        near = [c for c in cands if c.figures is not None and (c.why_not or "").startswith(("TPOT ", "TTFT "))]
-        if not near:
-            worst = "; ".join(sorted({c.why_not or "" for c in cands})[:3])
-            raise NoFeasibleLayout(f"no searched configuration boots on {gpus}x{gpu.name} ({worst})")
-        best = min(near, key=key)
-        missed = f"no configuration meets the limits; the best one misses them: {best.why_not}"
-        best.eligible, best.why_not = True, None
-        elig = [best]
-    elig.sort(key=key)
-    rest = sorted((c for c in cands if not c.eligible), key=lambda c: (c.figures is None, key(c) if c.figures else 0))
-    return LayoutResult(chosen=elig[0], ranked=elig + rest, searched=len(cands), limits_missed=missed)
+                if fallback and c.boots:
+                    break
+    return cands
 
 
-def request_latency_ms(c: Candidate, output_len: int) -> float:
-    """What one user waits for a whole answer: TTFT + output_len x TPOT (queueing included)."""
-    return c.figures.ttft_ms.value + output_len * c.figures.tpot_ms.value
-
-
-def _rank_key(objective: Objective, output_len: int):
-    # Ties (MoE with DP: EP and expert-TP predict alike) go to EP, vLLM's documented wide-EP layout.
-    if objective == "latency":
-        return lambda c: (request_latency_ms(c, output_len), c.figures.tpot_ms.value, not c.layout.ep)
-    return lambda c: (-c.figures.throughput_tok_s.value, c.figures.tpot_ms.value, not c.layout.ep)
-
-
-def _one(p, gpu, lay, method, k, cap, base, concurrency, query, policy, suffix_gain, planner, gains) -> Candidate:
+def _one(p, gpu, lay, method, k, cap, base, concurrency, query, suffix_gain, planner, gains, k_ngram_ref) -> Candidate:
     d = base.model_copy(update={
         "tensor_parallel_size": lay.tp, "data_parallel_size": lay.dp, "enable_expert_parallel": lay.ep,
         "speculative_method": None if method == "none" else method, "num_speculative_tokens": k, "max_num_seqs": cap,
@@ -233,66 +202,34 @@ def _one(p, gpu, lay, method, k, cap, base, concurrency, query, policy, suffix_g
     if not boots:
         cand.eligible, cand.why_not = False, f"does not boot: {reason}"
         return cand
-    from advisor.plan.memory_terms import batch_defaults
-
     per_replica = -(-concurrency // lay.dp)
     need = query.prompt_len + query.output_len
     slots = min(cap or batch_defaults(gpu)[1], max(1, kv_tokens // need))
     n = max(1, min(per_replica, slots))
     context = query.prompt_len + query.output_len / 2
-    gain, notes, p_win = None, [], None
+    gain, notes = None, []
     if method in ("suffix", "ngram"):
-        key = (lay.tp, n, max_draft(k) if method == "suffix" else max_draft(32))
+        # n-gram's tokens per step are a share of suffix's at the table's K on the same traffic
+        key = (lay.tp, n, k if method == "suffix" else k_ngram_ref)
         if key not in gains:
-            gains[key] = suffix_gain(lay.tp, n, key[2] if method == "suffix" else 32)
-        sg = gains[key]
-        if sg is None:
+            gains[key] = suffix_gain(*key)
+        sp = gains[key]
+        if sp is None:
             cand.eligible, cand.why_not = False, "the suffix predictor declined (no calibration for this model/GPU)"
             return cand
         if method == "suffix":
-            gain, p_win, _ = sg
+            gain = Band(value=sp.gain, low=sp.gain_low, high=sp.gain_high)
+            cand.p_win, cand.k_bar, cand.r = sp.p_win, sp.k_bar, sp.r
+            measured = getattr(sp, "measured", None)
+            cand.measured_gain = measured.gain if measured else None
             notes.append("suffix gain: K > R predictor FITTED on the seed sweep (+ this host's probes), speculative-step cost from the host profile (calibration/host_profiles.csv)")
         else:
-            gain, _, notes2 = ngram_gain(p, gpu, lay, n, context, k, sg[2])
+            gain, cand.r, notes2 = ngram_gain(p, gpu, lay, n, context, k, sp.k_bar)
+            cand.k_bar = gain.value * cand.r
             notes += notes2
     elif method == "mtp":
-        gain, _, notes = mtp_gain(p, gpu, lay, n, context, k)
+        gain, cand.r, notes = mtp_gain(p, gpu, lay, n, context, k)
+        cand.k_bar = gain.value * cand.r
     cand.figures = serve(p, gpu, lay, concurrency=concurrency, prompt_len=query.prompt_len, output_len=query.output_len,
                          slots=slots, gain=gain, notes=notes)  # fmt: skip
-    cand.p_win = p_win
-    cand.why_not = _ineligible(cand, policy, query)
-    cand.eligible = cand.why_not is None
     return cand
-
-
-def _ineligible(c: Candidate, policy: str, q: LayoutQuery) -> str | None:
-    f = c.figures
-    if c.method == "suffix":
-        if policy == "forbidden":
-            return "the rules forbid suffix decoding here"
-        need = SUFFIX_THRESHOLDS.get(policy)
-        if need is not None and c.p_win is not None and c.p_win < need:
-            return f"suffix P(win) {c.p_win:.2f} < {need:.2f} the rules' {policy} policy needs"
-    elif policy == "required":
-        return "the rules (or a probe on this host) require suffix decoding"
-    if q.max_tpot_ms and f.tpot_ms.value > q.max_tpot_ms:
-        return f"TPOT {f.tpot_ms.value:.1f} ms > --max-tpot-ms {q.max_tpot_ms:g}"
-    if q.max_ttft_ms and f.ttft_ms.value > q.max_ttft_ms:
-        return f"TTFT {f.ttft_ms.value:.0f} ms > --max-ttft-ms {q.max_ttft_ms:g}"
-    return None
-
-
-def why_lost(winner: Candidate, other: Candidate, objective: Objective, output_len: int = 512) -> str:
-    """One line: how ``other`` compares with the winner."""
-    if not other.eligible:
-        return other.why_not or "ineligible"
-    a, b = winner.figures, other.figures
-    if objective == "latency":
-        la, lb = request_latency_ms(winner, output_len), request_latency_ms(other, output_len)
-        return (f"request latency {lb:,.0f} ms vs {la:,.0f} ms (TTFT {b.ttft_ms.value:,.0f} + {output_len} x TPOT "
-                f"{b.tpot_ms.value:.1f})")
-    pct = (b.throughput_tok_s.value / a.throughput_tok_s.value - 1) * 100
-    if abs(pct) < 0.5:
-        tie = "EP preferred" if winner.layout.ep != other.layout.ep else "lower TPOT or fewer drafts first"
-        return f"ties the winner ({b.throughput_tok_s.value:,.0f} tok/s, same figures); tie-break: {tie}"
-    return f"{pct:+.0f}% host throughput ({b.throughput_tok_s.value:,.0f} vs {a.throughput_tok_s.value:,.0f} tok/s)"

@@ -1,123 +1,16 @@
-"""Hook the layout search (advisor.plan.layout) into a Recommendation: one call, after
-:func:`advisor.plan.recommend.recommend`, from the CLI adapter. Loads nothing itself: the probe
-records and cache dir come from the caller (advisor.cli.wiring reads them)."""
+"""The Recommendation's view of a :class:`advisor.plan.choose.Choice` (pure): the chosen candidate
+as a Decision and a prediction, every candidate as JSON, and the text block of figures."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from advisor.hardware.gpus import get_gpu
-from advisor.model.schema import ModelProfile
 from advisor.domain.decision import Decision
-from advisor.domain.probe_plan import ProbePlan
-from advisor.domain.recommendation import Recommendation
-from advisor.domain.workload import Workload
-from advisor.plan.layout import Candidate, LayoutQuery, LayoutResult, search, why_lost
-from advisor.domain.prediction import Band, RecommendedPrediction
+from advisor.domain.host import HostContext
+from advisor.domain.prediction import RecommendedPrediction
+from advisor.plan.choose import why_lost
+from advisor.plan.layout import Candidate, LayoutQuery
 
 SHOWN = 3
 """Runners-up shown in text (``--json`` carries every candidate)."""
-
-
-def apply_search(rec: Recommendation, profile: ModelProfile, rules, query: LayoutQuery, *, tp: int | None, k: int | None,
-                 records=None, cache_dir: Path | None = None) -> Recommendation:  # fmt: skip
-    """The recommendation with its decision, prediction and memory replaced by the search's winner
-    (``records``: this user's ok probe records; ``cache_dir``: the predictor's fit cache)."""
-    from advisor.plan.memory import plan_memory
-    from advisor.plan.recommend import build_facts
-    from advisor.predict.api import predict
-    from advisor.rules.engine import apply_rules
-
-    host, workload = rec.host, rec.workload
-    gpu = get_gpu(host.gpu)
-    policy = apply_rules(rules, build_facts(profile, host, workload)).speculation
-    measured = rec.prediction.measured if rec.prediction else None
-    if measured and policy not in ("required", "forbidden"):
-        # A probe on this host outranks the prediction (advisor.plan.recommend._speculate): it fixes
-        # suffix on or off; the layout and the other methods are still searched.
-        policy = "required" if measured.gain > 1.0 else "forbidden"
-    state = None if host.dsa_enabled is None else ("ON" if host.dsa_enabled else "OFF")
-    preds: dict[tuple, object] = {}
-
-    def _predict(tp_: int, n: int, k_: int):
-        key = (tp_, n, k_)
-        if key not in preds:
-            preds[key] = predict(profile, gpu, tp_, workload.model_copy(update={"concurrency": n}), host_state=state, k=k_,
-                                 records=records, cache_dir=cache_dir)  # fmt: skip
-        return preds[key]
-
-    def suffix_gain(tp_: int, n: int, k_: int):
-        pr = _predict(tp_, n, k_)
-        return None if pr is None else (Band(value=pr.gain, low=pr.gain_low, high=pr.gain_high), pr.p_win, pr.k_bar)
-
-    from advisor.plan import memory as mem
-
-    def planner(prof: ModelProfile, d: Decision):
-        # one quick verdict per candidate; the chosen candidate gets the full plan_memory below
-        return mem.boot_verdict(prof, gpu, d, d.tensor_parallel_size, vllm_version=host.vllm_version)
-
-    base = rec.decision.model_copy(update={"speculative_method": None, "num_speculative_tokens": None})
-    if query.ngram_lookup:  # the user's window: carried by every decision, rendered when n-gram is chosen
-        from advisor.domain.decision import NgramParams
-
-        base = base.model_copy(update={"ngram": NgramParams(prompt_lookup_min=query.ngram_lookup[0],
-                                                            prompt_lookup_max=query.ngram_lookup[1])})  # fmt: skip
-    k_rules = rec.decision.num_speculative_tokens or 32
-    from advisor.plan.layout import NoFeasibleLayout
-
-    try:
-        result = search(profile, gpu, host.gpus, base, concurrency=workload.concurrency, query=query, policy=policy,
-                        suffix_gain=suffix_gain, planner=planner, tp_fixed=tp, k_fixed=k, k_rules=k_rules)  # fmt: skip
-    except NoFeasibleLayout as err:  # keep the rules' decision and its memory verdict; say why nothing was chosen
-        return rec.model_copy(update={"warnings": [*rec.warnings, f"layout search: {err}"],
-                                      "trace": [*rec.trace, f"layout search: {err}; the decision above is kept"]})  # fmt: skip
-    c = result.chosen
-    decision = decision_of(base, c)
-    from advisor.plan.layout import replica_profile
-
-    plan = plan_memory(replica_profile(profile, c.layout, c.method), gpu, decision, num_gpus=c.layout.tp, search=False,
-                       vllm_version=host.vllm_version)
-    fields = rec.prediction.model_dump() if rec.prediction else {}
-    n = c.figures.running_per_replica
-    from advisor.predict.kbar_prior import max_draft
-
-    sp = _predict(c.layout.tp, n, max_draft(c.k or k_rules) if c.method == "suffix" else max_draft(k_rules))
-    if sp is not None:
-        fields.update(sp.model_dump())  # measured and measured_near stay as the first prediction found them
-    fields.update(absolute_prediction(c, query))
-    pred = RecommendedPrediction.model_validate(fields) if "gain" in fields else None
-    trace = [t for t in rec.trace if not t.startswith("memory:")]
-    old = rec.decision.tensor_parallel_size
-    if rec.prediction and (old, workload.concurrency) != (c.layout.tp, n):
-        trace.append(f"the P(win) above is at TP {old} and {workload.concurrency} sequences; the layout search predicts each "
-                     f"candidate at its own TP and per-replica concurrency (chosen: TP {c.layout.tp}, {n} running per replica"
-                     + (f", suffix P(win)={sp.p_win:.2f})" if sp is not None else ")"))
-    trace += search_trace(result, query, policy)
-    trace.append(f"memory: {plan.reason}")
-    warnings = [w for w in rec.warnings if "--data-parallel-size" not in w or c.layout.dp == 1]
-    if result.limits_missed:
-        warnings.append(f"layout search: {result.limits_missed}")
-    probe = _probe_plan_for(profile, decision, workload, pred, policy, c, n, k_rules)
-    trace = [t for t in trace if not t.startswith("unsure:")]
-    if probe is not None:
-        trace.append(f"unsure: {probe.reason}; `advisor recommend --probe` (or the probe command below) settles it on this host")
-    return rec.model_copy(update={
-        "decision": decision, "prediction": pred, "memory": plan.verdict(), "probe_plan": probe,
-        "trace": trace, "warnings": warnings, "candidates": [candidate_json(x, c, query) for x in result.ranked],
-    })  # fmt: skip
-
-
-def _probe_plan_for(profile: ModelProfile, decision: Decision, workload: Workload, pred: RecommendedPrediction | None,
-                    policy: str, c: Candidate, n: int, k_rules: int) -> ProbePlan | None:  # fmt: skip
-    """The probe that settles the chosen layout: one replica at its TP and per-replica concurrency,
-    vanilla against suffix at the chosen K (the rules' K when plain won), judged on the P(win) the
-    search predicted there, not the one the rules' layout had."""
-    from advisor.plan.probe_plan import probe_plan
-    from advisor.plan.recommend import FLIP_OFF_BELOW, FLIP_ON_ABOVE
-
-    k = c.k if c.method == "suffix" and c.k else k_rules
-    return probe_plan(profile.id, decision, workload.model_copy(update={"concurrency": n}), pred, policy=policy, k=k,
-                      low=FLIP_OFF_BELOW, high=FLIP_ON_ABOVE)  # fmt: skip
 
 
 def decision_of(base: Decision, c: Candidate) -> Decision:
@@ -140,12 +33,49 @@ def absolute_prediction(c: Candidate, query: LayoutQuery) -> dict:
     }  # fmt: skip
 
 
+def chosen_prediction(c: Candidate, suffix: RecommendedPrediction | None, query: LayoutQuery,
+                      host: HostContext) -> RecommendedPrediction | None:  # fmt: skip
+    """``Recommendation.prediction`` for the launched candidate ``c``: suffix decoding's K > R
+    prediction at its layout (``suffix``: with what probes measured); MTP's and n-gram's own gain,
+    K̄ and R; 1 for plain decoding. ``measured`` (suffix against vanilla probed at exactly this
+    layout: why suffix is or is not launched) and ``measured_near`` (at another deployment) are kept
+    whatever the method. None when suffix is launched without a prediction."""
+    f = c.figures
+    if c.method == "suffix":
+        if suffix is None:
+            return None
+        return RecommendedPrediction.model_validate(suffix.model_dump() | absolute_prediction(c, query))
+    state = None if host.dsa_enabled is None else ("ON" if host.dsa_enabled else "OFF")
+    context = query.prompt_len + query.output_len / 2
+    if c.method == "none":
+        gain, kbar, r = (1.0, 1.0, 1.0), 1.0, 1.0
+        source = "plain decoding: one token per step"
+        why = ["plain decoding: no draft, one token per step (gain 1 by definition); the speculative methods are "
+               "candidates with their own figures"]  # fmt: skip
+        r_source = "plain decoding: the baseline step"
+    else:
+        gain, kbar, r = (f.gain.value, f.gain.low, f.gain.high), c.k_bar, c.r
+        source = f.notes[0] if f.notes else c.method
+        why = list(f.notes)
+        r_source = "step-cost model (advisor.predict.absolute): verification step / plain step at this layout"
+    decomposition = {"k_bar": kbar, "r": r, "fitted_factor": gain[0] * r / kbar if kbar else 1.0,
+                     "sources": {"k_bar": source, "r": r_source, "fitted_factor": "none fitted for this method"}}  # fmt: skip
+    return RecommendedPrediction.model_validate({
+        "gain": gain[0], "gain_low": gain[1], "gain_high": gain[2], "p_win": None, "k_bar": kbar, "k_bar_source": source,
+        "r": r, "host_state": state, "draft_tokens": float(c.k or 0), "context_tokens": context, "explanation": why,
+        "decomposition": decomposition,
+        "measured": suffix.measured.model_dump() if suffix and suffix.measured else None,
+        "measured_near": [m.model_dump() for m in suffix.measured_near] if suffix else [],
+    } | absolute_prediction(c, query))  # fmt: skip
+
+
 def candidate_json(c: Candidate, winner: Candidate, query: LayoutQuery) -> dict:
     out = {
         "label": c.label(), "tensor_parallel_size": c.layout.tp, "data_parallel_size": c.layout.dp,
         "enable_expert_parallel": c.layout.ep, "speculative_method": None if c.method == "none" else c.method,
         "num_speculative_tokens": c.k, "max_num_seqs": c.max_num_seqs, "boots": c.boots, "kv_cache_tokens": c.kv_cache_tokens,
         "eligible": c.eligible, "why_not": c.why_not, "p_win": c.p_win, "chosen": c is winner,
+        "k_bar": c.k_bar, "r": c.r, "measured_gain": c.measured_gain,
     }  # fmt: skip
     if c.figures is not None:
         out["prediction"] = absolute_prediction(c, query)
@@ -154,26 +84,12 @@ def candidate_json(c: Candidate, winner: Candidate, query: LayoutQuery) -> dict:
     return out
 
 
-def search_trace(result: LayoutResult, query: LayoutQuery, policy: str) -> list[str]:
-    c = result.chosen
-    f = c.figures
-    lines = [f"layout search: {result.searched} candidates (TP x DP x EP x none/suffix/ngram/MTP"
-             + (" x max_num_seqs" if any(x.max_num_seqs for x in result.ranked) else "")
-             + f"), objective {query.objective}, suffix rules policy {policy}; chosen {c.label()}: "
-             f"{f.throughput_tok_s.value:,.0f} tok/s host, TPOT {f.tpot_ms.value:.1f} ms, TTFT {f.ttft_ms.value:.0f} ms"]
-    for name in ("none", "mtp", "suffix", "ngram"):
-        best = next((x for x in result.ranked if x.method == name), None)
-        if best is not None and best is not c:
-            label = "plain-decoding" if name == "none" else name
-            lines.append(f"best {label} candidate {best.label()}: {why_lost(c, best, query.objective, query.output_len)}")
-    if query.ngram_k or query.ngram_lookup:
-        lo, hi = query.ngram_lookup or (None, None)
-        lines.append("n-gram as asked: " + (f"K={query.ngram_k} (--ngram-k) caps tokens per step at {query.ngram_k + 1} and the "
-                     "verification step (n-gram's own host-profile step cost) at 1 + min(K, 1.5 x the ASSUMED drafted "
-                     "tokens) per sequence, so K moves the price only where drafts are long; " if query.ngram_k else "")
-                     + (f"lookup window {lo}..{hi} (--ngram-lookup) is launched as given but NOT priced: n-gram's tokens "
-                        "per step stay an ASSUMED share of suffix's" if query.ngram_lookup else ""))  # fmt: skip
-    return lines
+def _band_note(gpu: str, layout: str | None) -> str:
+    """Where the plain step's band was measured, said for this GPU and layout."""
+    here = f"{gpu} {layout}" if layout else gpu
+    measured = gpu.upper() == "H200" and (layout or "").split(" x ")[0].split(" + ")[0] == "TP 1"
+    return ("plain step MEASURED within 1% on H200 TP 1, this layout" if measured else
+            f"plain step MEASURED within 1% only on H200 TP 1; {here} is not measured")  # fmt: skip
 
 
 def text_lines(rec) -> list[str]:
@@ -189,7 +105,7 @@ def text_lines(rec) -> list[str]:
              f"prefill {fmt(p.prefill_ms, 1)} ms per prompt"]
     if p.speculative_gain:
         lines.append(f"  speculative gain x{fmt(p.speculative_gain, 2)}")
-    lines.append("  intervals: step ±10% and prefill ±25% (ASSUMED bands; plain step MEASURED within 1% on H200 TP 1), "
+    lines.append(f"  intervals: step ±10% and prefill ±25% (ASSUMED bands; {_band_note(rec.host.gpu, p.layout)}), "
                  "times the predictor's 90% gain interval for speculative methods")
     for n in p.figure_notes or []:
         lines.append(f"  term: {n}")

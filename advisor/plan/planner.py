@@ -7,6 +7,8 @@ from advisor.domain.decision import Decision
 from advisor.domain.host import HostContext
 from advisor.domain.memory import MemoryVerdict
 from advisor.model.schema import ModelProfile
+from advisor.hardware.gpus import get_gpu
+from advisor.plan.memory import nearest_bootable, plan_memory
 
 
 FLAG_OF = {"num_speculative_tokens": "--k", "gpu_memory_utilization": "--gmu", "tensor_parallel_size": "--tp",
@@ -20,9 +22,6 @@ def planner(profile: ModelProfile, host: HostContext, decision: Decision, fixed:
     leaves the user's explicit flags (``fixed``: Decision field names) as given. When only changing
     a flag would boot, the user's value is kept and reported as not booting, naming the flag.
     ``build``: whose start-up memory terms apply (memory_terms: ``seed`` = the write-up's build)."""
-    from advisor.hardware.gpus import get_gpu
-    from advisor.plan.memory import nearest_bootable, plan_memory
-
     gpu = get_gpu(host.gpu)
     plan = plan_memory(profile, gpu, decision, num_gpus=host.gpus, fixed=fixed, build=build, vllm_version=host.vllm_version)
     trace: list[str] = []

@@ -9,6 +9,8 @@ from advisor.domain.host import HostContext
 from advisor.domain.prediction import RecommendedPrediction
 from advisor.domain.workload import Workload
 from advisor.model.schema import ModelProfile
+from advisor.hardware.gpus import get_gpu
+from advisor.predict.api import predict
 
 
 def predictor(profile: ModelProfile, host: HostContext, workload: Workload, k: int, tp: int, *,
@@ -17,9 +19,6 @@ def predictor(profile: ModelProfile, host: HostContext, workload: Workload, k: i
     """The K > R prediction at tensor_parallel_size ``tp`` and K (None when the predictor declines,
     e.g. no data), with what probes measured for exactly this deployment
     (``measured``) and for nearly this one (``measured_near``: not used to decide)."""
-    from advisor.hardware.gpus import get_gpu
-    from advisor.predict.api import predict
-
     state = None if host.dsa_enabled is None else ("ON" if host.dsa_enabled else "OFF")
     pred = predict(profile, get_gpu(host.gpu), tp, workload, host_state=state, k=k, cache_dir=cache_dir, records=records,
                    vllm_version=host.vllm_version, cpu_model=cpu_model)  # fmt: skip

@@ -2,7 +2,7 @@
 
 A recommendation is "unsure" where the rules leave the speculation choice to the prediction and
 P(suffix wins) lies inside the band in which the prediction is not trusted to flip a rule's default
-(``FLIP_OFF_BELOW`` … ``FLIP_ON_ABOVE``). The plan is the one campaign that settles it: vanilla and
+(the policy table's ``p_win`` band, advisor.rules.policy). The plan is the one campaign that settles it: vanilla and
 suffix at the recommended K, on the user's traffic where known, with the recommended server
 settings. ``advisor recommend --probe`` runs it and recommends again from the recalibrated
 predictor; without ``--probe`` the command is printed for the user to run.
@@ -57,7 +57,9 @@ def probe_plan(
     if decision.max_num_seqs:
         argv += ["--max-num-seqs", str(decision.max_num_seqs)]
     return ProbePlan(
-        reason=f"P(win)={p_win:.2f} is inside [{low:.2f}, {high:.2f}], where the prediction does not decide on its own",
+        reason=(f"suffix K={k} against plain decoding at TP {decision.tensor_parallel_size}, {workload.concurrency} running "
+                f"per replica: P(win)={p_win:.2f} is inside [{low:.2f}, {high:.2f}], where the prediction does not decide "
+                "on its own"),
         model=model_id, corpus=corpus, corpus_note=note, configs=configs,
         tensor_parallel_size=decision.tensor_parallel_size, gpu_memory_utilization=gmu,
         max_model_len=decision.max_model_len, concurrency=workload.concurrency,

@@ -1,4 +1,7 @@
-"""Assemble a Recommendation: rules -> prediction -> memory plan -> Decision (pure)."""
+"""Assemble a Recommendation (pure): rules -> the scored candidates (layout x method x operating
+point, advisor.plan.layout.score) -> :func:`advisor.plan.choose.choose` -> memory plan, prediction
+and probe plan of the choice. The one path recommend, render, report, --probe and
+evaluate_product take."""
 
 from __future__ import annotations
 
@@ -14,17 +17,23 @@ from advisor.domain.prediction import RecommendedPrediction
 from advisor.domain.recommendation import Recommendation
 from advisor.domain.workload import Workload
 from advisor.model.schema import ModelProfile
+from advisor.model.tp_rules import tp_refusal as refusal
+from advisor.errors import UsageError
+from advisor.hardware.gpus import get_gpu
+from advisor.plan.choose import choose
+from advisor.plan.layout import LayoutQuery, NoFeasibleLayout, replica_profile, score
+from advisor.plan.layout_wiring import candidate_json, chosen_prediction, decision_of
+from advisor.plan.memory import boot_verdict
+from advisor.plan.probe_plan import probe_plan
 from advisor.plan.seams import MemoryPlanner, Predictor
-from advisor.rules.engine import RulesOutcome, apply_rules
+from advisor.rules.policy import load_policy
+from advisor.rules.engine import apply_rules
 from advisor.rules.schema import Rule
 from advisor.vllm_facts import facts as _facts
 
 MAX_DRAFT_AT_DEFAULTS = _facts().suffix_draft_cap
 """Longest suffix draft at vLLM's defaults: match length + draft length ≤ the tree depth and draft ≤
 max_spec_factor x match length (advisor.vllm_facts suffix_draft_cap; docs/kbar.md)."""
-# How confident a prediction must be to flip a rule's default (P(suffix wins)).
-FLIP_OFF_BELOW = 0.30
-FLIP_ON_ABOVE = 0.70
 
 
 def corpus_kind(workload: Workload) -> str:
@@ -50,8 +59,6 @@ def build_facts(profile: ModelProfile, host: HostContext, workload: Workload) ->
 
 def tp_refusal(profile: ModelProfile, tp: int) -> str | None:
     """Why vLLM would refuse tensor_parallel_size ``tp`` for this model, or None (advisor.model.tp_rules)."""
-    from advisor.model.tp_rules import tp_refusal as refusal
-
     return refusal(profile, tp)
 
 
@@ -83,52 +90,6 @@ def valid_tp(profile: ModelProfile, gpus: int) -> int:
         if tp_refusal(profile, tp) is None:
             return tp
     return 1
-
-
-def _speculate(outcome: RulesOutcome, prediction: RecommendedPrediction | None, trace: list[str]) -> bool:
-    policy, rule = outcome.speculation, outcome.speculation_rule or "default"
-    p_win = prediction.p_win if prediction else None
-    if policy == "required":
-        trace.append(f"rule {rule} requires suffix decoding; the prediction does not override it")
-        return True
-    if policy == "forbidden":
-        trace.append(f"rule {rule} forbids suffix decoding; the prediction does not override it")
-        return False
-    measured = prediction.measured if prediction else None
-    for n in prediction.measured_near if prediction else []:
-        how = ("it only informs the calibrated fit" if n.fitted else
-               "nor fitted: a probe without a GPU says nothing about a GPU's gain")  # fmt: skip
-        trace.append(f"probe campaign {n.campaign} measured suffix at {n.gain:.2f}x vanilla for this model, traffic and "
-                     f"K, but not for this deployment ({'; '.join(n.differs)}): not used to decide ({how})")  # fmt: skip
-    if measured:
-        on = measured.gain > 1.0
-        trace.append(
-            f"rule {rule} sets {policy}; probes on this host measured suffix at {measured.gain:.2f}x vanilla "
-            f"({measured.runs} run(s), campaign {', '.join(measured.campaigns)}): suffix {'on' if on else 'off'} "
-            f"(the measurement outranks the prediction, P(win)={p_win:.2f})"
-        )
-        return on
-    if p_win is None:
-        on = policy == "default_on"
-        trace.append(f"rule {rule} sets {policy}; no prediction available, so suffix is {'on' if on else 'off'}")
-        return on
-    if policy == "default_on":
-        on = p_win >= FLIP_OFF_BELOW
-        trace.append(
-            f"rule {rule} sets default_on; predicted P(win)={p_win:.2f} "
-            + ("keeps suffix on" if on else f"< {FLIP_OFF_BELOW}: the prediction turns suffix off")
-        )
-        return on
-    if policy == "default_off":
-        on = p_win > FLIP_ON_ABOVE
-        trace.append(
-            f"rule {rule} sets default_off; predicted P(win)={p_win:.2f} "
-            + (f"> {FLIP_ON_ABOVE}: the prediction turns suffix on" if on else "keeps suffix off")
-        )
-        return on
-    on = p_win >= 0.5
-    trace.append(f"rules leave the choice open; the prediction decides: P(win)={p_win:.2f} -> suffix {'on' if on else 'off'}")
-    return on
 
 
 FIXED_BY = {"tensor_parallel_size": "--tp", "max_model_len": "--max-model-len", "num_speculative_tokens": "--k",
@@ -164,96 +125,174 @@ def recommend(
     gpu_memory_utilization: float | None = None,
     predictor: Predictor | None = None,
     planner: MemoryPlanner | None = None,
+    query: LayoutQuery | None = None,
+    build: str = "release",
 ) -> Recommendation:
     """The whole decision. The :class:`~advisor.plan.seams.Predictor` and the
     :class:`~advisor.plan.seams.MemoryPlanner` are injected so that this function stays pure and
-    testable (advisor.plan.predictor.predictor and advisor.plan.planner.planner are the real ones). The prediction is for the final
-    decision's TP and K (after the memory planner); the user's flags are never changed silently."""
-    from advisor.errors import UsageError
+    testable (advisor.plan.predictor.predictor and advisor.plan.planner.planner are the real ones).
+    Every candidate is predicted at its own TP, K and per-replica concurrency; the decision, its
+    reasons, the prediction and the probe plan are the chosen candidate's. ``build``: whose start-up
+    memory terms judge each candidate (the planner seam's own build for the chosen one). The user's
+    flags are never changed silently."""
 
+    pol = load_policy()
     if tensor_parallel_size is not None:
         why = tp_refusal(profile, tensor_parallel_size)
         if why:
             raise UsageError(f"--tp {tensor_parallel_size}: {why} (vLLM rejects it); "
                              f"the largest valid TP on {host.gpus} GPUs is {valid_tp(profile, host.gpus)}")  # fmt: skip
+    query = query or LayoutQuery()
+    if tensor_parallel_size is None and valid_tp(profile, host.gpus) != host.gpus:
+        trace_tp = [f"tensor_parallel_size {host.gpus}: {tp_refusal(profile, host.gpus)}; the layout search "
+                    "tries only the TPs vLLM accepts"]  # fmt: skip
+    else:
+        trace_tp = []
     outcome = apply_rules(rules, build_facts(profile, host, workload))
     fields = dict(outcome.fields)
-    k = num_speculative_tokens or fields.get("num_speculative_tokens") or 32
+    k = num_speculative_tokens or fields.get("num_speculative_tokens") or pol.num_speculative_tokens
     warnings = list(host.notes) + list(workload.notes) + list(outcome.warnings)
-    trace: list[str] = []
-    tp = tensor_parallel_size or valid_tp(profile, host.gpus)
-    if tensor_parallel_size is None and tp != host.gpus:
-        trace.append(f"tensor_parallel_size {host.gpus}: {tp_refusal(profile, host.gpus)}; using {tp}")
-        if host.gpus // tp > 1:
-            warnings.append(f"TP {tp} uses {tp} of {host.gpus} GPUs: run {host.gpus // tp} replicas (e.g. --data-parallel-size {host.gpus // tp}) to use them all")
-    prediction = predictor(profile, host, workload, k, tp) if predictor else None
-    spec_trace: list[str] = []
-    on = _speculate(outcome, prediction, spec_trace)
-    why_spec = spec_trace[-1] if spec_trace else "no prediction"
+    trace: list[str] = trace_tp
     env = dict(outcome.env)
     dsa_env = bool(fields.get("dsa_env", False))
     if dsa_env:
         env.update(DSA_ENV)
-    mml = max_model_len or fields.get("max_model_len") or 16384
+    # no rule and no flag: vLLM's own defaults (the model's context; CacheConfig's gmu)
+    mml = max_model_len or fields.get("max_model_len") or profile.max_context
     if mml > profile.max_context:
-        line = f"max_model_len {mml} capped at the model's context {profile.max_context}"
         if max_model_len is not None:
             warnings.append(f"--max-model-len {max_model_len} exceeds the model's context ({profile.max_context}); using "
                             f"{profile.max_context} (vLLM refuses longer unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1)")  # fmt: skip
-        trace.append(line)
+        trace.append(f"max_model_len {mml} capped at the model's context {profile.max_context}")
         mml = profile.max_context
-    decision = Decision(
-        speculative_method="suffix" if on else None,
-        num_speculative_tokens=k if on else None,
-        gpu_memory_utilization=gpu_memory_utilization or fields.get("gpu_memory_utilization", 0.90),
-        tensor_parallel_size=tp,
+    base = Decision(
+        gpu_memory_utilization=gpu_memory_utilization or fields.get("gpu_memory_utilization")
+        or _facts(host.vllm_version).gpu_memory_utilization,
+        tensor_parallel_size=tensor_parallel_size or valid_tp(profile, host.gpus),
         max_model_len=mml,
         max_num_seqs=fields.get("max_num_seqs"),
         cudagraph_mode=fields.get("cudagraph_mode", "FULL_AND_PIECEWISE"),
         dsa_env=dsa_env,
         env=env,
     )
+    if query.ngram_lookup:  # the user's window: carried by every decision, rendered when n-gram is chosen
+        from advisor.domain.decision import NgramParams
+
+        base = base.model_copy(update={"ngram": NgramParams(prompt_lookup_min=query.ngram_lookup[0],
+                                                            prompt_lookup_max=query.ngram_lookup[1])})  # fmt: skip
     given = {"tensor_parallel_size": tensor_parallel_size, "max_model_len": max_model_len,
              "num_speculative_tokens": num_speculative_tokens, "gpu_memory_utilization": gpu_memory_utilization}
     fixed = frozenset(f for f, v in given.items() if v is not None)
-    memory = None
-    plan_trace: list[str] = []
-    if planner is not None:
-        decision, memory, plan_trace, plan_warnings = planner(profile, host, decision, fixed)
-        warnings += plan_warnings
-    final_k = decision.num_speculative_tokens or k
-    turned_off = False
-    if predictor and (decision.tensor_parallel_size != tp or (on and final_k != k)):
-        # The memory planner changed TP or K: predict (and decide) again for what will be launched.
-        prediction = predictor(profile, host, workload, final_k, decision.tensor_parallel_size)
-        again: list[str] = []
-        still = _speculate(outcome, prediction, again)
-        spec_trace.append(f"re-predicted at the planner's TP {decision.tensor_parallel_size}, K={final_k}: {again[-1]}")
-        if not on and still:
-            spec_trace.append(f"at TP {decision.tensor_parallel_size} suffix would be chosen; the planner's change came "
-                              "after the choice: rerun with --tp to recommend for it")  # fmt: skip
-        if decision.speculative_method and not still:
-            turned_off = True
-            decision = decision.model_copy(update={"speculative_method": None, "num_speculative_tokens": None})
-            if planner is not None:
-                decision, memory, more, more_warnings = planner(profile, host, decision, fixed)
-                plan_trace += more
-                warnings += more_warnings
-    trace = spec_trace + trace
-    if decision.speculative_method:
-        _k_trace(decision.num_speculative_tokens, trace)
-    elif num_speculative_tokens is not None:
-        warnings.append(f"--k {num_speculative_tokens} not used: suffix decoding is off ({why_spec})")
-    trace += plan_trace
-    if on and decision.speculative_method is None:
-        trace.append("suffix turned off: at the planner's configuration the prediction no longer favours it"
-                     if turned_off else "suffix dropped by the memory planner")
-    from advisor.plan.probe_plan import probe_plan
+    gpu = get_gpu(host.gpu)
+    preds: dict[tuple, RecommendedPrediction | None] = {}
 
-    plan = probe_plan(profile.id, decision, workload, prediction, policy=outcome.speculation, k=final_k,
-                      low=FLIP_OFF_BELOW, high=FLIP_ON_ABOVE)  # fmt: skip
+    def suffix_prediction(tp: int, n: int, k_: int) -> RecommendedPrediction | None:
+        if predictor is None:
+            return None
+        if (tp, n, k_) not in preds:
+            preds[tp, n, k_] = predictor(profile, host, workload.model_copy(update={"concurrency": n}), k_, tp)
+        return preds[tp, n, k_]
+
+    def verdict(prof: ModelProfile, d: Decision):
+        return boot_verdict(prof, gpu, d, d.tensor_parallel_size, build=build, vllm_version=host.vllm_version)
+
+    def decide(b: Decision):
+        cands = score(profile, gpu, host.gpus, b, concurrency=workload.concurrency, query=query,
+                      suffix_gain=suffix_prediction, planner=verdict, tp_fixed=tensor_parallel_size,
+                      k_fixed=num_speculative_tokens, k_rules=k, policy_table=pol)  # fmt: skip
+        return cands, choose(cands, policy=outcome.speculation, rule=outcome.speculation_rule, query=query, bands=pol.p_win)
+
+    try:
+        cands, choice = decide(base)
+    except NoFeasibleLayout as err:
+        # Nothing searched boots: the memory planner's nearest single change to the settings the
+        # search keeps (gmu, max_model_len, max_num_seqs), never one the user's flag set.
+        rules_d = base.model_copy(update={"speculative_method": "suffix", "num_speculative_tokens": k}
+                                  if outcome.speculation in ("default_on", "required") else {})  # fmt: skip
+        alt = planner(profile, host, rules_d, fixed) if planner is not None else None
+        moved = alt is not None and alt[1] is not None and alt[1].boots and any(
+            getattr(alt[0], f) != getattr(base, f) for f in ("gpu_memory_utilization", "max_model_len", "max_num_seqs"))
+        choice = None
+        if moved:
+            base2 = base.model_copy(update={f: getattr(alt[0], f) for f in ("gpu_memory_utilization", "max_model_len",
+                                                                             "max_num_seqs")})  # fmt: skip
+            try:
+                cands, choice = decide(base2)
+                base = base2
+                trace += [t for t in alt[2]]
+                warnings += alt[3]
+            except NoFeasibleLayout:
+                choice = None
+        if choice is None:
+            # what the (not booting) rules' configuration is predicted to do, when it is suffix decoding
+            d = alt[0] if alt is not None else rules_d
+            pred = (predictor(profile, host, workload, d.num_speculative_tokens, d.tensor_parallel_size)
+                    if predictor is not None and d.speculative_method == "suffix" else None)  # fmt: skip
+            return _not_bootable(profile, host, workload, outcome, rules_d, alt, str(err), warnings, trace, fields, pred)
+    return _assemble(profile, host, workload, outcome, base, cands, choice, fixed, warnings, trace, fields, query,
+                     suffix_prediction, planner, num_speculative_tokens, k, pol)  # fmt: skip
+
+
+def _not_bootable(profile, host, workload, outcome, decision, alt, why, warnings, trace, fields, pred) -> Recommendation:
+    """Nothing boots: the rules' configuration, reported as not booting (``memory.boots`` False:
+    ``advisor recommend`` exits 8 and ``render`` refuses it), with what would boot first."""
+    memory = None
+    if alt is not None:
+        decision, memory, more, more_warnings = alt
+        trace += more
+        warnings = [*more_warnings, *warnings]
+    trace.append(f"layout search: {why}")
+    return Recommendation(
+        model=profile.inspect_json(), host=host, workload=workload, decision=decision,
+        rules_fired=[f.model_dump(include={"id", "rationale", "severity", "source", "set"}) for f in outcome.fired],
+        warnings=warnings, prediction=pred, memory=memory, trace=trace, host_dsa_queues=fields.get("host_dsa_queues"),
+    )  # fmt: skip
+
+
+def _assemble(profile, host, workload, outcome, base, cands, choice, fixed, warnings, trace, fields, query,
+              suffix_prediction, planner, k_flag, k_rules, pol) -> Recommendation:  # fmt: skip
+
+    c = choice.chosen
+    decision = decision_of(base, c)
+    n = c.figures.running_per_replica
+    k_probe = c.k if c.method == "suffix" else k_rules
+    sp = suffix_prediction(c.layout.tp, n, k_probe)  # the suffix prediction at the launched layout
+    trace = [*choice.trace, *trace]
+    for near in sp.measured_near if sp else []:
+        how = ("it only informs the calibrated fit" if near.fitted else
+               "nor fitted: a probe without a GPU says nothing about a GPU's gain")  # fmt: skip
+        trace.append(f"probe campaign {near.campaign} measured suffix at {near.gain:.2f}x vanilla for this model, traffic "
+                     f"and K, but not for this deployment ({'; '.join(near.differs)}): not used to decide ({how})")  # fmt: skip
+    if c.method == "suffix":
+        _k_trace(c.k, trace)
+        rules_k = next((x for x in cands if x.method == "suffix" and x.layout == c.layout and x.k == (k_flag or k_rules)
+                        and not x.boots), None)  # fmt: skip
+        if rules_k is not None and rules_k.k != c.k:
+            trace.append(f"candidate {rules_k.label()}: {rules_k.why_not}")
+            warnings.append(f"the rules' K ({rules_k.k}) does not boot at {c.layout.label()}; suffix launched at K {c.k}")
+        if c.max_num_seqs and not base.max_num_seqs and not (query.objective == "latency" or query.max_tpot_ms):
+            warnings.append(f"suffix K {c.k} boots at {c.layout.label()} only with max_num_seqs {c.max_num_seqs}; "
+                            "changed max_num_seqs")  # fmt: skip
+    elif k_flag is not None:
+        warnings.append(f"--k {k_flag} not used: suffix decoding is not launched ({c.label()} is; the suffix "
+                        "candidates are listed with their own figures)")  # fmt: skip
+    memory = None
+    if planner is not None:
+        lay_host = host.model_copy(update={"gpus": c.layout.tp})
+        _, memory, plan_trace, plan_warnings = planner(replica_profile(profile, c.layout, c.method), lay_host, decision,
+                                                       frozenset(FIXED_BY))  # fmt: skip
+        trace += plan_trace
+        warnings += [w for w in plan_warnings if not w.startswith("does not boot with your")] if memory and memory.boots else plan_warnings
+    if choice.limits_missed:
+        warnings.insert(0, f"SLA not met: {choice.limits_missed}")
+    plan = probe_plan(profile.id, decision, workload.model_copy(update={"concurrency": n}), sp, policy=choice.policy,
+                      k=k_probe, low=pol.p_win.flip_off_below, high=pol.p_win.flip_on_above)  # fmt: skip
     if plan is not None:
-        trace.append(f"unsure: {plan.reason}; `advisor recommend --probe` (or the probe command below) settles it on this host")
+        what = (f"unsure: the launched {c.label()} has" if c.method == "suffix" else
+                f"candidate {c.layout.label()}, suffix K={k_probe}: unsure:")  # fmt: skip
+        trace.append(f"{what} P(win)={sp.p_win:.2f} inside [{pol.p_win.flip_off_below:.2f}, "
+                     f"{pol.p_win.flip_on_above:.2f}], where the prediction does not decide on its own; "
+                     "`advisor recommend --probe` (or the probe command below) settles it on this host")  # fmt: skip
     return Recommendation(
         model=profile.inspect_json(),
         host=host,
@@ -261,9 +300,11 @@ def recommend(
         decision=decision,
         rules_fired=[f.model_dump(include={"id", "rationale", "severity", "source", "set"}) for f in outcome.fired],
         warnings=warnings,
-        prediction=prediction,
+        prediction=chosen_prediction(c, sp, query, host),
         memory=memory,
         trace=trace,
         host_dsa_queues=fields.get("host_dsa_queues"),
         probe_plan=plan,
+        candidates=[candidate_json(x, c, query) for x in choice.ranked],
+        sla_met=choice.sla_met,
     )

@@ -66,7 +66,6 @@ def calibrated_model(records=None, profile_of=None, *, cache_dir=None):
     hash, so a cold process skips the scikit-learn import and the fit; any change to the data or
     the predictor's code changes the hash and forces a refit.
     """
-    from advisor.predict.calibrated import CalibratedModel
 
     key = _records_key(records)
     if key in _CACHE:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import shlex
 from collections.abc import Callable
 from datetime import datetime, timezone
@@ -113,8 +112,8 @@ def build_report(rec, profile: ModelProfile, settings, *, progress: Callable[[st
     say("drawing")
     d = rec.decision
     point = _rec_point(rec.prediction)
-    if point and d.speculative_method != "suffix":  # the suffix prediction of a configuration that launches another
-        point["label"] = "suffix here (not launched), 90 %"
+    if point and d.speculative_method != "suffix":  # the prediction is the launched method's (advisor.plan.choose)
+        point["label"] = f"{d.speculative_method or 'plain decoding'} (launched), 90 %"
     cmd = shlex.join(serve_argv(rec.model["id"], d))
     if d.env:
         cmd = " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(d.env.items())) + " " + cmd

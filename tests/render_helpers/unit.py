@@ -133,8 +133,6 @@ def systemd_exec_lines(folder, units: list[str], key: str = "ExecStart") -> dict
     manager in test mode, as nobody: it refuses root) loads ``folder`` and dumps every unit of a
     target that wants them all. Returns {unit: [argv, …]} with ``$$`` already reduced to ``$``
     (systemd does that at exec time, for arguments only)."""
-    import os
-    import subprocess
     from pathlib import Path
 
     import shutil

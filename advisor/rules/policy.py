@@ -1,0 +1,74 @@
+"""The decider's policy table: P(win) bands and the defaults no rule sets (rules/policy/decider.yaml).
+
+One table, read once: :func:`advisor.plan.choose.choose` and the layout search take every threshold
+and default from it. vLLM's own defaults are not here (advisor.vllm_facts)."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from advisor.errors import DataError
+
+
+class Bands(BaseModel):
+    """P(suffix wins) thresholds per rules policy."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    flip_off_below: float = Field(ge=0, le=1)
+    """default_on: the prediction turns suffix off below this."""
+    flip_on_above: float = Field(ge=0, le=1)
+    """default_off: the prediction turns suffix on above this."""
+    open_at: float = Field(ge=0, le=1)
+    """open: suffix at P(win) >= this."""
+
+    @model_validator(mode="after")
+    def _ordered(self) -> "Bands":
+        if not self.flip_off_below <= self.open_at <= self.flip_on_above:
+            raise ValueError("need flip_off_below <= open_at <= flip_on_above")
+        return self
+
+    def needed(self, policy: str) -> float | None:
+        """The P(win) a suffix candidate needs under ``policy`` (None: the prediction does not decide)."""
+        return {"default_on": self.flip_off_below, "default_off": self.flip_on_above, "open": self.open_at}.get(policy)
+
+    def strict(self, policy: str) -> bool:
+        """default_off needs P(win) strictly above its threshold; the others at or above."""
+        return policy == "default_off"
+
+    def unsure(self, p_win: float) -> bool:
+        """Inside the band where the prediction does not decide on its own (probe it)."""
+        return self.flip_off_below <= p_win <= self.flip_on_above
+
+
+class Policy(BaseModel):
+    """rules/policy/decider.yaml."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    p_win: Bands
+    num_speculative_tokens: int = Field(ge=1, le=64)
+    """Suffix K when neither --k nor a rule sets it."""
+    suffix_k_fallback: tuple[int, ...]
+    seqs_caps: tuple[int, ...]
+    sources: dict[str, str]
+
+
+@lru_cache(maxsize=1)
+def load_policy() -> Policy:
+    """The bundled policy table (a DataError naming the file when it is malformed)."""
+    from pydantic import ValidationError
+
+    from advisor.paths import data_path
+    from advisor.yamlfast import safe_load
+
+    path = data_path("rules") / "policy" / "decider.yaml"
+    try:
+        return Policy.model_validate(safe_load(path.read_text(encoding="utf-8")))
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        raise DataError(f"policy file {path}: {'.'.join(map(str, err['loc']))}: {err['msg']}") from None
+    except Exception as exc:  # noqa: BLE001 - unreadable or not YAML: one message naming the file
+        raise DataError(f"policy file {path}: cannot read: {exc}") from None
