@@ -19,7 +19,11 @@ real traffic do. K-bar from these runs says nothing about real traffic.
 One JSON line per (draft cap, concurrency, repetition) to --results, one per boot to --boots
 (attention backend, CUDA-graph mode and capture sizes, KV blocks, scheduler limits).
 """
-import argparse, json, os, random, time
+import argparse
+import json
+import os
+import random
+import time
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--model", required=True)
@@ -133,9 +137,11 @@ def batch(conc, out_len):
     prompts = [TokensPrompt(prompt_token_ids=[rng.randrange(1000, 30000) for _ in range(a.prompt_len)])
                for _ in range(conc)]
     sp = SamplingParams(temperature=0.0, max_tokens=out_len, ignore_eos=True, detokenize=False)
-    c0 = counters(); t = time.perf_counter()
+    c0 = counters()
+    t = time.perf_counter()
     outs = llm.generate(prompts, sp, use_tqdm=False)
-    dt = time.perf_counter() - t; c1 = counters()
+    dt = time.perf_counter() - t
+    c1 = counters()
     tokens = sum(len(o.outputs[0].token_ids) for o in outs)
     acc = c1.get("vllm:spec_decode_num_accepted_tokens", 0) - c0.get("vllm:spec_decode_num_accepted_tokens", 0)
     drafts = c1.get("vllm:spec_decode_num_draft_tokens", 0) - c0.get("vllm:spec_decode_num_draft_tokens", 0)

@@ -38,7 +38,7 @@ sys.path.insert(0, str(ROOT))
 
 from advisor.kbar.estimate import estimate_kbar  # noqa: E402
 from advisor.kbar.tokenize import load_tokenizer  # noqa: E402
-from advisor.probe.corpus import _from_record, iter_json_array, load_corpus  # noqa: E402
+from advisor.probe.corpus import _from_record, iter_json_array  # noqa: E402
 
 
 def reference_responses(corpus: str, max_chars: int) -> list[str | None]:
