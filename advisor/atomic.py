@@ -58,12 +58,50 @@ def write_all(folder: Path, files: dict[str, tuple[str, int]], *, force: bool = 
     for name in files:
         if os.sep in name or name in ("", ".", ".."):
             raise UsageError(f"bad output file name {name!r}")
+    for name, path in targets.items():  # refuse before creating anything
+        _existing(path)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OutputError(f"cannot write into {folder}: {exc.strerror or exc}") from None
+    with _folder_lock(folder):
+        return _write_locked(folder, targets, files, force=force)
+
+
+class _folder_lock:
+    """An exclusive, non-blocking ``flock`` on the folder itself for the check-and-write: of two
+    writers into one folder one wins, the other is told (no mixed set of files)."""
+
+    def __init__(self, folder: Path):
+        self.folder = folder
+        self.fd = -1
+
+    def __enter__(self):
+        import fcntl
+
+        try:
+            self.fd = os.open(self.folder, os.O_RDONLY | os.O_DIRECTORY)
+        except OSError as exc:
+            raise OutputError(f"cannot open {self.folder}: {exc.strerror or exc}") from None
+        try:
+            fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(self.fd)
+            raise OutputError(f"another advisor process is writing into {self.folder} now; nothing was written "
+                              "(wait for it, or choose another directory)") from None  # fmt: skip
+        return self
+
+    def __exit__(self, *exc):
+        os.close(self.fd)  # closing releases the lock
+        return False
+
+
+def _write_locked(folder: Path, targets: dict[str, Path], files: dict[str, tuple[str, int]], *, force: bool) -> list[Path]:
     existed = {name: _existing(path) for name, path in targets.items()}
     if any(existed.values()) and not force:
         present = ", ".join(str(targets[n]) for n, e in existed.items() if e)
         raise UsageError(f"{present} already exist; pass --force to overwrite")
     try:
-        folder.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(dir=folder, prefix=".advisor-staging-"))
     except OSError as exc:
         raise OutputError(f"cannot write into {folder}: {exc.strerror or exc}") from None

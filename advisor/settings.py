@@ -7,6 +7,7 @@ CLI flags are passed to :func:`load_settings` as keyword overrides (init argumen
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Annotated, Any
@@ -26,6 +27,11 @@ def _xdg(var: str, fallback: str) -> Path:
     return Path(value) if value else Path.home() / fallback
 
 
+MAX_GPUS = 4096
+"""The most GPUs one server is planned for (--gpus, ADVISOR_DEFAULT_GPUS, advisor.toml): 512 nodes
+of 8; a larger count is a typo, and the layout search's work grows with it."""
+
+
 def default_data_dir() -> Path:
     """``$XDG_DATA_HOME/advisor`` or ``~/.local/share/advisor``: the probe store lives here."""
     return _xdg("XDG_DATA_HOME", ".local/share") / "advisor"
@@ -40,6 +46,20 @@ def config_file_candidates() -> list[Path]:
 
 
 def _config_file() -> Path | None:
+    """The settings file in use. ``$ADVISOR_CONFIG`` that names no regular file is an error, not
+    silently skipped (the user asked for that file)."""
+    from advisor.errors import UsageError
+
+    explicit = os.environ.get("ADVISOR_CONFIG")
+    if explicit is not None:
+        path = Path(explicit)
+        if not explicit:
+            raise UsageError("ADVISOR_CONFIG is set but empty: name the settings file, or unset it")
+        if not path.exists():
+            raise UsageError(f"ADVISOR_CONFIG={json.dumps(explicit)}: no such file")
+        if not path.is_file():
+            raise UsageError(f"ADVISOR_CONFIG={json.dumps(explicit)}: not a regular file (a directory or device); name the TOML file")
+        return path
     for path in config_file_candidates():
         if path.is_file():
             return path
@@ -75,7 +95,7 @@ class Settings(BaseSettings):
     default_gpu: str = "B200"
     """GPU assumed when ``--gpu`` is not given and none is detected (the calibration host's)."""
 
-    default_gpus: int = Field(default=8, ge=1)
+    default_gpus: int = Field(default=8, ge=1, le=MAX_GPUS)
     """GPU count assumed when ``--gpus`` is not given and none are detected."""
 
     vllm_version: str | None = None
@@ -91,6 +111,14 @@ class Settings(BaseSettings):
             raise ValueError(f"vLLM {value} is not supported; supported: {', '.join(versions())}")
         return value or None
 
+    @field_validator("data_dir", "hf_cache_dir", "sysfs_root", "etc_root", mode="before")
+    @classmethod
+    def _not_empty(cls, value: Any) -> Any:
+        # Path("") is the current directory: an empty setting would silently mean "here".
+        if isinstance(value, str) and not value.strip():
+            raise ValueError("an empty path (it would silently mean the current directory); give a directory")
+        return value
+
     @field_validator("catalog_dirs", "rules_dirs", mode="before")
     @classmethod
     def _split_paths(cls, value: Any) -> Any:
@@ -102,6 +130,8 @@ class Settings(BaseSettings):
 
                 return json.loads(value)
             return [p for p in value.split(os.pathsep) if p]
+        if isinstance(value, (list, tuple)) and any(isinstance(p, str) and not p.strip() for p in value):
+            raise ValueError("an empty directory in the list (it would silently mean the current directory)")
         return value
 
     @property
@@ -134,6 +164,8 @@ def load_settings(**overrides: Any) -> Settings:
     clean = {k: v for k, v in overrides.items() if v is not None}
     try:
         return Settings(**clean)
+    except RecursionError:
+        raise UsageError(f"settings file {_config_file()}: nests arrays or tables too deeply to be advisor settings") from None
     except UnicodeDecodeError as exc:
         raise UsageError(f"settings file {_config_file()}: not UTF-8 text (offset {exc.start}); save it as UTF-8 TOML") from None
     except ValueError as exc:

@@ -26,5 +26,11 @@ def _global(
     data_dir: str = typer.Option(None, "--data-dir", help="User data directory for the probe store (env ADVISOR_DATA_DIR)."),
 ) -> None:
     from advisor.cli.common import set_global_overrides
+    from advisor.errors import UsageError
+
+    for flag, values in (("--catalog-dir", catalog_dir or []), ("--rules-dir", rules_dir or []),
+                         ("--data-dir", [] if data_dir is None else [data_dir])):  # fmt: skip
+        if any(not v.strip() for v in values):
+            raise UsageError(f"{flag} is empty: an empty path would silently mean the current directory; give a directory")
 
     set_global_overrides(hub_offline=offline, catalog_dirs=catalog_dir or None, rules_dirs=rules_dir or None, data_dir=data_dir)

@@ -8,7 +8,7 @@ import typer
 from advisor import vllm_facts as _vllm
 
 GPU = typer.Option(None, "--gpu", help="GPU model: B200, H200, H100, A100, L40S, MI300X (detected when omitted).")
-GPUS = typer.Option(None, "--gpus", min=1, help="GPUs for one server (detected when omitted).")
+GPUS = typer.Option(None, "--gpus", min=1, max=4096, help="GPUs for one server, at most 4096 (detected when omitted).")
 TP = typer.Option(None, "--tp", min=1, help="tensor_parallel_size (default: searched, TP x DP over --gpus).")
 CORPUS = typer.Option(
     None, "--corpus",

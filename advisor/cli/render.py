@@ -38,7 +38,7 @@ def _summary(rec, target, fmt: str, warnings: list[str], vllm) -> str:
 @o.with_recommend_options
 def render_cmd(
     model: str = model_arg(),
-    out: Path = typer.Option(..., "--out", help="Directory to write into (created; every file is written or none is)."),
+    out: str = typer.Option(..., "--out", help="Directory to write into (created; every file is written or none is)."),
     fmt: str = typer.Option("systemd", "--format", help="systemd: launch.sh, vllm.service, vllm.env (0600); multi-node adds ray-worker.sh, vllm-ray-worker.service. k8s: vllm-secret.yaml (Secret, 0600) + vllm-deployment.yaml (PVC, Deployment, Service), multi-node vllm-lws.yaml (LeaderWorkerSet). compose: compose.yaml (0600, env inline)."),
     opts: o.RecommendOptions = None,
     vllm_bin: str = typer.Option("vllm", "--vllm-bin", help="vLLM executable: a name (resolved on PATH now, so the unit gets an absolute path) or a path. Not empty, no leading '-'."),
@@ -62,11 +62,17 @@ def render_cmd(
     from advisor.render.target import make_target, parse_env_options, serve_model
     from advisor.render.write import mode_for, write_files
 
+    if not out.strip():
+        raise UsageError("--out is empty: an empty path would silently mean the current directory; give a directory")
     if fmt not in FORMATS:
         raise UsageError(f"--format {fmt!r}: choose one of {', '.join(FORMATS)}")
     from advisor.cli.recommend import recommend_maybe_probe
 
     vllm = vllm_choice(opts.vllm_version)
+    if image is not None:
+        from advisor.render.quoting import check_image
+
+        check_image(image)
     extra_env = parse_env_options(env)
     rec, _probed = recommend_maybe_probe(model, opts, quiet=json_out)
     target = make_target(serve_model(model) if rec.model["id"] == model else rec.model["id"], rec.decision,
@@ -78,7 +84,7 @@ def render_cmd(
     files, more = _render(fmt, target, rec, gpus_per_node=gpus_per_node or 8, image=image or default_image(vllm.version),
                           version=vllm.version)  # fmt: skip
     warnings += more
-    written = write_files(out, files, force=force)
+    written = write_files(Path(out), files, force=force)
     if json_out:
         emit_json({"files": [str(p) for p in written], "format": fmt, "warnings": warnings, "vllm": vllm.model_dump(),
                    "recommendation": rec.model_dump(mode="json")})  # fmt: skip
@@ -99,8 +105,10 @@ def _render(fmt: str, target, rec, *, gpus_per_node: int, image: str, version: s
     from advisor.render.files import render_target
 
     if fmt == "systemd":
+        from advisor.render.files import unit_warnings
+
         return render_target(target, rec.decision, version=version, host_dsa_queues=rec.host_dsa_queues,
-                             gpus_per_node=gpus_per_node), []  # fmt: skip
+                             gpus_per_node=gpus_per_node), unit_warnings(target)  # fmt: skip
     from advisor.render.containers import render_compose, render_k8s
 
     if fmt == "k8s":

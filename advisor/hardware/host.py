@@ -228,6 +228,8 @@ def load_host(path: Path) -> HostFingerprint:
         data = json.loads(text)
     except ValueError as exc:
         raise DataError(f"{path}: not JSON: {exc}") from None
+    except RecursionError:
+        raise DataError(f"{path}: nests arrays or objects too deeply to be a host fingerprint") from None
     if isinstance(data, dict) and isinstance(data.get("host"), dict) and "gpus" not in data:
         data = data["host"]
     lacking = [k for k in REQUIRED_KEYS if not isinstance(data, dict) or k not in data]

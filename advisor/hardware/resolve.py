@@ -52,4 +52,9 @@ def resolve_host(settings, gpu: str | None, gpus: int | None) -> HostContext:
     spec = get_gpu(gpu)
     dsa, _missing = read_dsa(settings.sysfs_root, settings.etc_root)
     enabled = bool(dsa.enabled_queues) if (dsa.devices or dsa.work_queues) else None
+    from advisor.errors import UsageError
+    from advisor.settings import MAX_GPUS
+
+    if not 1 <= gpus <= MAX_GPUS:
+        raise UsageError(f"{gpus} GPUs: one server is planned for 1 to {MAX_GPUS} GPUs (--gpus)")
     return HostContext(gpu=spec.name, gpus=gpus, origin=origin, dsa_enabled=enabled, dsa_persisted=dsa.persisted, notes=notes)

@@ -44,9 +44,38 @@ def _read_json(path: Path) -> dict:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ConfigError(f"{path} is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
+    except RecursionError:
+        raise ConfigError(f"{path} nests arrays or objects too deeply to be a model config") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{path} must hold a JSON object, found {type(data).__name__}")
     return data
+
+
+CARD_FAMILIES = ("instruct", "reasoning", "reasoning-distill", "base")
+"""What a catalog card's ``family`` may say (advisor.model.schema.Family)."""
+
+
+def _read_card(path: Path) -> dict:
+    """A catalog ``card.yaml``: a mapping whose ``family``, when given, is one the profile knows."""
+    import yaml
+
+    from advisor.yamlfast import safe_load
+
+    try:
+        card = safe_load(path.read_text(encoding="utf-8")) or {}
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read the catalog card: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: the catalog card is not UTF-8 text (offset {exc.start}); save it as UTF-8 YAML") from None
+    except (yaml.YAMLError, RecursionError) as exc:
+        message = " ".join(str(exc).split())[:300]
+        raise ConfigError(f"{path}: the catalog card is not valid YAML: {message}") from None
+    if not isinstance(card, dict):
+        raise ConfigError(f"{path}: the catalog card must be a YAML mapping (family: …), found {type(card).__name__}")
+    family = card.get("family")
+    if family is not None and family not in CARD_FAMILIES:
+        raise ConfigError(f"{path}: family {json.dumps(str(family))[:80]} is not one of {', '.join(CARD_FAMILIES)}")
+    return card
 
 
 def _looks_like_path(model: str) -> bool:
@@ -97,12 +126,7 @@ def _from_catalog(model: str, roots: list[Path]) -> ResolvedConfig | None:
                 card = {}
                 card_path = cand / "card.yaml"
                 if card_path.is_file():
-                    from advisor.yamlfast import safe_load
-
-                    try:
-                        card = safe_load(card_path.read_text(encoding="utf-8")) or {}
-                    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-                        raise ConfigError(f"{card_path}: cannot read the catalog card: {exc}") from None
+                    card = _read_card(card_path)
                 canonical = f"{cand.parent.name}/{cand.name}"
                 return ResolvedConfig(id=canonical, config=_read_json(cfg), origin=f"bundled catalog ({root})", path=cfg, card=card)
     return None

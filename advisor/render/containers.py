@@ -79,6 +79,7 @@ def render_k8s(target: Target, decision: Decision, *, version: str = DEFAULT_VER
     from advisor.render import multinode
 
     major_minor = _check_version(version)
+    quoting.check_image(image)
     lay = multinode.layout(decision, gpus_per_node or multinode.DEFAULT_GPUS_PER_NODE)
     if lay is not None:
         decision, target = multinode.apply(decision, target, lay)
@@ -95,6 +96,16 @@ def render_k8s(target: Target, decision: Decision, *, version: str = DEFAULT_VER
 
 def render_compose(target: Target, decision: Decision, *, version: str = DEFAULT_VERSION, image: str, gpu: str | None = None) -> dict[str, str]:
     """compose.yaml (0600: its environment holds the env, secrets included)."""
+    import ipaddress
+
+    from advisor.errors import UsageError
+
     major_minor = _check_version(version)
+    try:
+        ipaddress.ip_address(target.host)
+    except ValueError:
+        raise UsageError(f"--host {quoting.comment(target.host)}: Compose publishes a port on an IP address, not a host name "
+                         "(e.g. --host 127.0.0.1 or --host 0.0.0.0)") from None  # fmt: skip
+    quoting.check_image(image)
     ctx = _context(target, decision, major_minor, image=image, gpu=gpu, gpus=decision.tensor_parallel_size * decision.data_parallel_size)
     return {"compose.yaml": _env(major_minor).get_template("compose.yaml.j2").render(**ctx)}

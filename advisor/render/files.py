@@ -26,7 +26,32 @@ model takes tens of minutes; the readiness check below keeps the unit 'activatin
 START_LIMIT_INTERVAL_S = 6 * 3600
 START_LIMIT_BURST = 3
 HOME_PREFIXES = ("/home/", "/root/", "/run/user/")
-"""A model under these needs ProtectHome=read-only instead of yes."""
+"""A model or executable under these needs ProtectHome=read-only instead of yes."""
+TMP_PREFIXES = ("/tmp/", "/var/tmp/")
+"""PrivateTmp=yes gives the unit its own empty /tmp and /var/tmp: nothing under these is visible to it."""
+
+
+def _unit_paths(target: Target) -> list[tuple[str, str]]:
+    return [("MODEL", target.model), ("the executable", target.exec_path)]
+
+
+def protect_home(target: Target) -> str:
+    return "read-only" if any(p.startswith(HOME_PREFIXES) for _, p in _unit_paths(target)) else "yes"
+
+
+def unit_warnings(target: Target) -> list[str]:
+    """What the unit's sandbox does to the paths it is given: PrivateTmp hides /tmp, ProtectHome
+    makes home directories read-only (and a home directory's 0700 mode keeps the dynamic user out)."""
+    out = []
+    for what, path in _unit_paths(target):
+        if path.startswith(TMP_PREFIXES) or path in ("/tmp", "/var/tmp"):
+            out.append(f"{what} {quoting.comment(path)} is under /tmp or /var/tmp, which the unit cannot see (PrivateTmp=yes "
+                       "gives it an empty private /tmp): move it, e.g. to /opt or /srv, and render again")  # fmt: skip
+        elif path.startswith(HOME_PREFIXES):
+            out.append(f"{what} {quoting.comment(path)} is in a home directory: the unit gets ProtectHome=read-only instead of "
+                       "yes, and its dynamic user can read it only if every directory on the way is world-readable "
+                       "(home directories are often 0700); a path under /opt or /srv avoids both")  # fmt: skip
+    return out
 DEVICE_ALLOW: tuple[str, ...] = ()
 """DeviceAllow= lines (empty: DevicePolicy stays 'auto', every device node allowed; see docs/deploy.md)."""
 
@@ -128,7 +153,7 @@ def render_target(target: Target, decision: Decision, *, version: str = DEFAULT_
         "set_names": {name for name, _ in target.env},
         "start_limit_interval_s": START_LIMIT_INTERVAL_S,
         "start_limit_burst": START_LIMIT_BURST,
-        "protect_home": "read-only" if target.model.startswith(HOME_PREFIXES) else "yes",
+        "protect_home": protect_home(target),
         "device_allow": DEVICE_ALLOW,
         "ray": ray,
         "ray_wait_argv": None if ray is None else ["/bin/bash", "-c", RAY_WAIT_SCRIPT, "ray-wait", ray["bin"], str(ray["nodes"])],

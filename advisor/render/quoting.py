@@ -51,7 +51,18 @@ def sdexe(value: object) -> str:
     text = str(value)
     if _CTRL.search(text) or any(c in text for c in "\"'\\"):
         raise UsageError(f"executable {comment(text)} contains a quote, backslash or control character: systemd refuses such a program path")
+    if text.startswith(SYSTEMD_EXEC_PREFIXES):
+        raise UsageError(
+            f"executable {comment(text)} starts with {comment(text[0])}, which systemd reads as an Exec prefix "
+            "('-' ignore failure, '@' argv[0], ':' no $ expansion, '+' / '!' / '!!' run with full privileges, "
+            "outside the hardening): give a program path that starts with a letter, '.', '_' or '/'"
+        )
     return '"' + text.replace("%", "%%") + '"'
+
+
+SYSTEMD_EXEC_PREFIXES = ("-", "@", ":", "+", "!", "|")
+"""Characters systemd.service(5) 'Command lines' reads as special prefixes of an executable path
+('|' runs it via the shell in systemd >= 258); they act even inside the double quotes sdexe adds."""
 
 
 def sdq(value: object) -> str:
@@ -123,6 +134,10 @@ def check_program(value: object, what: str = "--vllm-bin") -> str:
         raise UsageError(f"{what} is empty: give the vLLM executable (a name on PATH or an absolute path)")
     if text.startswith("-"):
         raise UsageError(f"{what} {comment(text)} starts with '-': it would be read as an option, not a program")
+    if text.startswith(SYSTEMD_EXEC_PREFIXES):
+        raise UsageError(f"{what} {comment(text)} starts with {comment(text[0])}: systemd reads it as an Exec prefix "
+                         "('+' / '!' / '!!' run as root outside the hardening, '@' drops an argument, ':' turns off $ expansion); "
+                         "give a program name or path that starts with a letter, '.', '_' or '/'")  # fmt: skip
     if _CTRL.search(text) or text != text.strip():
         raise UsageError(f"{what} {comment(text)} contains a control character or edge whitespace: not a program path")
     if text.endswith("/"):
@@ -202,3 +217,18 @@ def dollars(value: object) -> str:
     """``$`` doubled: Kubernetes (``$(VAR)`` in command/args) and Compose (``$VAR``/``${VAR}``
     everywhere) read ``$$`` as a literal ``$``."""
     return str(value).replace("$", "$$")
+
+
+_IMAGE = re.compile(r"^[a-z0-9][a-z0-9._/:@+-]*$", re.IGNORECASE)
+
+
+def check_image(value: object) -> str:
+    """``--image``: a container image reference (registry/name[:tag][@digest]); not empty, not
+    option-like, no whitespace, ``$`` or control characters (Compose and Kubernetes would read them)."""
+    text = str(value)
+    if not text:
+        raise UsageError("--image is empty: give an image reference, e.g. vllm/vllm-openai:v0.32.0")
+    if not _IMAGE.match(text) or len(text) > 4096:
+        raise UsageError(f"--image {comment(text)} is not an image reference (letters, digits and . _ / : @ + -, "
+                         "starting with a letter or digit; no $, spaces or quotes)")  # fmt: skip
+    return text
