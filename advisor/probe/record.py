@@ -31,8 +31,8 @@ class ProbeRecord(BaseModel):
     """Recognised failure (e.g. ``no_kv_blocks``, ``max_seq_len_too_long``, ``cuda_oom``) and its log line."""
     gpu: str | None = None
     """Short GPU name (B200, H200, …) or None on CPU."""
-    gpus: int = Field(default=0, ge=0)
-    tensor_parallel_size: int = Field(default=1, ge=1)
+    gpus: int = Field(default=0, ge=0, le=4096)
+    tensor_parallel_size: int = Field(default=1, ge=1, le=4096)
     corpus: str
     """Corpus name or file path the load came from."""
     concurrency: int = Field(ge=1)
@@ -64,11 +64,11 @@ class ProbeRecord(BaseModel):
     # --- added by the probe campaign (advisor.probe.campaign); all optional -------------------
     speculative_method: str | None = None
     """``suffix``, ``ngram`` or None for vanilla."""
-    num_speculative_tokens: int | None = Field(default=None, ge=1)
+    num_speculative_tokens: int | None = Field(default=None, ge=1, le=64)
     """K of the configuration."""
-    gpu_memory_utilization: float | None = None
-    max_model_len: int | None = None
-    max_tokens: int | None = None
+    gpu_memory_utilization: float | None = Field(default=None, gt=0, le=1)
+    max_model_len: int | None = Field(default=None, ge=1)
+    max_tokens: int | None = Field(default=None, ge=1)
     """``max_tokens`` of each load request."""
     requests_failed: int = Field(default=0, ge=0)
     spec_drafts: int | None = None

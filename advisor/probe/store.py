@@ -13,8 +13,10 @@ newer advisor is refused rather than misread.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from pathlib import Path
+from urllib.parse import quote
 from typing import TYPE_CHECKING
 
 from advisor.errors import DataError
@@ -48,6 +50,8 @@ CREATE INDEX IF NOT EXISTS probes_model ON probes (model, outcome);
 CREATE INDEX IF NOT EXISTS probes_host ON probes (host_fingerprint);
 """
 
+_COLUMNS = ("id", "campaign_id", "model", "config", "outcome", "gpu", "corpus", "concurrency", "throughput_tok_s",
+            "host_fingerprint", "vllm_version", "started_at", "record_json")
 _FILTERS = ("model", "campaign_id", "config", "outcome", "gpu", "corpus", "host_fingerprint", "vllm_version")
 
 
@@ -58,20 +62,29 @@ class ProbeStore:
         self.path = Path(path)
         self.skipped: list[str] = []
         """Rows the last :meth:`list_records` left out, each named by row id with the reason."""
+        self.read_only = self.path.is_file() and not (os.access(self.path, os.W_OK) and os.access(self.path.parent, os.W_OK))
+        """A store the user may read but not write (a shared, read-only copy): opened read-only;
+        :meth:`insert` then refuses."""
+        if not self.read_only:
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise DataError(f"cannot create the data directory {self.path.parent}: {exc.strerror or exc}; "
+                                "pass --data-dir (or ADVISOR_DATA_DIR) a writable directory") from None  # fmt: skip
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise DataError(f"cannot create the data directory {self.path.parent}: {exc.strerror or exc}; "
-                            "pass --data-dir (or ADVISOR_DATA_DIR) a writable directory") from None  # fmt: skip
-        try:
-            self._conn = sqlite3.connect(self.path, timeout=busy_timeout_s, isolation_level=None)
+            self._conn = self._connect(busy_timeout_s)
         except sqlite3.Error as exc:
             raise DataError(f"probe store {self.path} cannot be opened: {exc}") from None
         try:
-            if self._conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
-                self._conn.execute("PRAGMA journal_mode=WAL")
-            if not self._schema_ready():
-                self._init_schema()
+            if self.read_only:
+                if not self._schema_ready():
+                    raise DataError(f"probe store {self.path} is read-only and holds no probe table at this advisor's schema")
+            else:
+                if self._conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                    self._conn.execute("PRAGMA journal_mode=WAL")
+                if not self._schema_ready():
+                    self._init_schema()
+            self._check_columns()
         except sqlite3.DatabaseError as exc:
             self._conn.close()
             raise DataError(f"probe store {self.path} is not usable: {exc}") from None
@@ -79,17 +92,46 @@ class ProbeStore:
             self._conn.close()
             raise
 
+    def _connect(self, busy_timeout_s: float) -> sqlite3.Connection:
+        if not self.read_only:
+            return sqlite3.connect(self.path, timeout=busy_timeout_s, isolation_level=None)
+        uri = "file:" + quote(str(self.path.resolve()))
+        conn = sqlite3.connect(uri + "?mode=ro", timeout=busy_timeout_s, isolation_level=None, uri=True)
+        try:
+            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+            return conn
+        except sqlite3.OperationalError:  # a WAL store in a read-only folder: no -shm can be made
+            conn.close()
+            return sqlite3.connect(uri + "?immutable=1", timeout=busy_timeout_s, isolation_level=None, uri=True)
+
+    def _version(self) -> int | None:
+        """The stored layout version; DataError when the table holds something else than one integer."""
+        row = self._conn.execute("SELECT version FROM schema_version").fetchone()
+        if row is None:
+            return None
+        if not isinstance(row[0], int) or isinstance(row[0], bool):
+            raise DataError(f"probe store {self.path}: schema_version holds {row[0]!r}, not a version number: the file is "
+                            "damaged or not an advisor store; move it aside (a new store is created) or pass another --data-dir")  # fmt: skip
+        return row[0]
+
+    def _check_columns(self) -> None:
+        cols = {r[1] for r in self._conn.execute("PRAGMA table_info(probes)")}
+        lacking = [c for c in _COLUMNS if c not in cols]
+        if lacking:
+            raise DataError(f"probe store {self.path}: the probes table lacks {', '.join(lacking)}: the file is damaged or "
+                            "not an advisor store; move it aside (a new store is created) or pass another --data-dir")  # fmt: skip
+
     def _schema_ready(self) -> bool:
         """True when the schema is there at this advisor's version: no write lock is taken (a plain
         read in autocommit mode), so opening a store another process is writing does not wait."""
         try:
-            row = self._conn.execute("SELECT version FROM schema_version").fetchone()
+            version = self._version()
         except sqlite3.OperationalError:
             return False
-        if row is not None and row[0] > SCHEMA_VERSION:
-            raise DataError(f"probe store {self.path} has schema version {row[0]}, newer than this advisor's "
+        if version is not None and version > SCHEMA_VERSION:
+            raise DataError(f"probe store {self.path} has schema version {version}, newer than this advisor's "
                             f"{SCHEMA_VERSION}: upgrade vllm-advisor")  # fmt: skip
-        if row is None:
+        if version is None:
             return False
         tables = {r[0] for r in self._conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         return "probes" in tables
@@ -100,12 +142,12 @@ class ProbeStore:
         try:
             for statement in filter(None, (s.strip() for s in _SCHEMA.split(";"))):
                 conn.execute(statement)
-            row = conn.execute("SELECT version FROM schema_version").fetchone()
-            if row is None:
+            version = self._version()
+            if version is None:
                 conn.execute("INSERT INTO schema_version (version) VALUES (?)", (SCHEMA_VERSION,))
-            elif row[0] > SCHEMA_VERSION:
+            elif version > SCHEMA_VERSION:
                 raise DataError(
-                    f"probe store {self.path} has schema version {row[0]}, newer than this advisor's "
+                    f"probe store {self.path} has schema version {version}, newer than this advisor's "
                     f"{SCHEMA_VERSION}: upgrade vllm-advisor"
                 )
             conn.execute("COMMIT")
@@ -115,7 +157,7 @@ class ProbeStore:
 
     @property
     def schema_version(self) -> int:
-        return int(self._conn.execute("SELECT version FROM schema_version").fetchone()[0])
+        return int(self._version() or 0)
 
     def insert(self, record: ProbeRecord) -> int:
         """Validate ``record`` again (a model_copy(update=…) skips validation) and add it in its own
@@ -128,6 +170,9 @@ class ProbeStore:
             first = exc.errors()[0]
             raise DataError(f"probe record {record.campaign_id}/{record.config} not stored: "
                             f"{'.'.join(map(str, first['loc']))}: {first['msg']} (got {first.get('input')!r})") from None
+        if self.read_only:
+            raise DataError(f"probe store {self.path} is read-only here: the probe record {record.campaign_id}/{record.config} "
+                            "cannot be stored; pass --data-dir a writable directory")  # fmt: skip
         conn = self._conn
         conn.execute("BEGIN IMMEDIATE")
         try:
@@ -164,8 +209,13 @@ class ProbeStore:
 
         out, self.skipped = [], []
         for row_id, text in rows:
+            if not isinstance(text, (str, bytes)):
+                self.skipped.append(f"probe store {self.path} row {row_id} skipped: record_json is {type(text).__name__}, not JSON text")
+                continue
             try:
                 out.append(ProbeRecord.model_validate_json(text))
+            except RecursionError:
+                self.skipped.append(f"probe store {self.path} row {row_id} skipped: record_json nests too deeply")
             except ValidationError as exc:
                 first = exc.errors()[0]
                 where_ = ".".join(map(str, first["loc"])) or "record_json"

@@ -17,7 +17,10 @@ def _load_file(path: Path) -> list[Rule]:
     try:
         raw = safe_load(path.read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError) as exc:
-        raise DataError(f"rules file {path}: cannot read: {exc}") from None
+        message = " ".join(str(exc).split())[:300]
+        raise DataError(f"rules file {path}: cannot read: {message}") from None
+    except RecursionError:
+        raise DataError(f"rules file {path}: nests too deeply to be a rules file") from None
     except UnicodeDecodeError as exc:
         raise DataError(f"rules file {path}: not UTF-8 text (byte {exc.object[exc.start]:#04x} at offset "
                         f"{exc.start}); save it as UTF-8 YAML") from None  # fmt: skip
@@ -58,6 +61,8 @@ def load_rules(extra_dirs: list[Path] = (), *, facts: frozenset[str] | None = No
             raise DataError(f"rules directory {directory} does not exist (check --rules-dir / ADVISOR_RULES_DIRS)")
         seen_here: set[str] = set()
         for path in sorted(directory.glob("*.y*ml")):
+            if not path.is_file():  # a FIFO would block the read, a device never end; a directory is not a file
+                raise DataError(f"rules file {path} is not a regular file (a FIFO, device or directory); remove it from {directory}")
             for rule in _load_file(path):
                 if facts is not None:
                     _check_facts(path, rule, facts)

@@ -76,8 +76,28 @@ class Condition(BaseModel):
                 continue
             checks.append({"gt": value > bound, "gte": value >= bound, "lt": value < bound, "lte": value <= bound}[op])
         if self.matches is not None:
-            checks.append(isinstance(value, str) and re.search(self.matches, value) is not None)
+            checks.append(isinstance(value, str) and _search(self.matches, value))
         return all(checks)
+
+
+MATCH_TIMEOUT_S = 0.25
+"""How long one ``matches`` test may run: a pattern such as ``^(a+)+$`` backtracks exponentially on
+a near-miss, and Python's ``re`` cannot be interrupted, so the test runs in the ``regex`` module
+(the same syntax) with its timeout."""
+
+
+def _search(pattern: str, value: str) -> bool:
+    import regex
+
+    from advisor.errors import DataError
+
+    try:
+        return regex.search(pattern, value, timeout=MATCH_TIMEOUT_S) is not None
+    except TimeoutError:
+        raise DataError(f"rule pattern matches: {pattern!r} ran over {MATCH_TIMEOUT_S:g} s on {value[:80]!r} (catastrophic "
+                        "backtracking, e.g. a nested quantifier like (a+)+): simplify the pattern") from None  # fmt: skip
+    except regex.error as exc:
+        raise DataError(f"rule pattern matches: {pattern!r}: {exc}") from None
 
 
 class Then(BaseModel):
