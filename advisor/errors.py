@@ -58,3 +58,22 @@ class OutputError(AdvisorError):
     """An output file could not be written (nothing was changed); sysexits EX_CANTCREAT."""
 
     exit_code = 73
+
+
+_UNSAFE = None
+
+
+def printable(text: object, *, keep_newlines: bool = True) -> str:
+    """``text`` with what a terminal or a page would act on made visible: C0/C1 control characters
+    (ESC starts terminal escape sequences) and Unicode bidi controls (U+202A-202E, U+2066-2069,
+    U+200E/200F, U+061C: they reorder what is shown, "Trojan Source") become ``\\xNN``/``\\uNNNN``.
+    Newlines and tabs are kept unless ``keep_newlines`` is False."""
+    import re
+
+    global _UNSAFE
+    if _UNSAFE is None:
+        _UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+    s = str(text)
+    if not keep_newlines:
+        s = s.replace("\n", "\\n").replace("\t", "\\t").replace("\r", "\\r")
+    return _UNSAFE.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) <= 0xFF else f"\\u{ord(m.group()):04x}", s)

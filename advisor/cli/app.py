@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 
 from advisor.cli._app import app
-from advisor.errors import AdvisorError
+from advisor.errors import AdvisorError, DataError, printable
 
 
 def _register() -> None:
@@ -66,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         rv = app(args=args, prog_name="advisor", standalone_mode=False)
     except AdvisorError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {printable(exc)}", file=sys.stderr)
         return exc.exit_code
     except click_abort:
         print("aborted", file=sys.stderr)
@@ -75,6 +75,8 @@ def main(argv: list[str] | None = None) -> int:
         print("interrupted", file=sys.stderr)
         return 130
     except click_error as exc:
+        if isinstance(getattr(exc, "message", None), str):
+            exc.message = printable(exc.message)  # a value echoed back must not drive the terminal
         exc.show()
         name = getattr(exc, "option_name", None)
         if name in GLOBAL_OPTIONS:
@@ -82,6 +84,10 @@ def main(argv: list[str] | None = None) -> int:
         return exc.exit_code
     except click_exit as exc:
         return exc.exit_code
+    except RecursionError:
+        # An input nested thousands deep (JSON, YAML, TOML) that no reader above named: a data error, not a bug.
+        print("error: an input file nests arrays or mappings too deeply to be read (thousands of levels)", file=sys.stderr)
+        return DataError.exit_code
     except MemoryError:
         print("error: out of memory: an input asks for an absurd size (a config count, a --max-requests, a corpus); "
               "check the values you passed", file=sys.stderr)  # fmt: skip
@@ -91,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
 
         if os.environ.get("ADVISOR_DEBUG"):
             raise
-        print(f"error: internal error: {type(exc).__name__}: {exc} (rerun with ADVISOR_DEBUG=1 for the traceback and report it)", file=sys.stderr)
+        print(f"error: internal error: {type(exc).__name__}: {printable(exc)} (rerun with ADVISOR_DEBUG=1 for the traceback and report it)", file=sys.stderr)
         return 70
     return rv if isinstance(rv, int) else 0
 

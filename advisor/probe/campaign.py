@@ -141,11 +141,16 @@ def campaign_id(spec: CampaignSpec, fingerprint: str) -> str:
 def _server_version(base_url: str) -> str | None:
     import httpx
 
+    from advisor.errors import printable
+
     try:
         with httpx.Client(timeout=10.0, trust_env=False) as client:
-            return client.get(f"{base_url}/version").json().get("version")
-    except (httpx.HTTPError, ValueError):
+            doc = client.get(f"{base_url}/version").json()
+    except (httpx.HTTPError, ValueError, RecursionError):
         return None
+    version = doc.get("version") if isinstance(doc, dict) else None
+    # vLLM answers {"version": "0.32.0"}; anything else is not a version to record.
+    return printable(version[:64], keep_newlines=False) if isinstance(version, str) else None
 
 
 def _now() -> str:
@@ -194,11 +199,15 @@ def probe_one(
             except ProbeError:
                 srv.check_alive(grace_s=2.0)  # a server that died mid-load crashed; it is not a metrics problem
                 raise
-            win = metrics.window(before, after)
+            # The measured window is the load's own (the scrapes' time is outside it).
+            win = metrics.window(before, after, seconds=load.elapsed_s or None)
     except BootFailure as exc:
         return ProbeRecord(**base, outcome=exc.outcome, failure=str(exc.failure))
     except ProbeError as exc:  # e.g. no vLLM counters at /metrics: this configuration is unmeasurable
         return ProbeRecord(**base, outcome="error", failure=f"probe_error: {exc}")
+    except (ValueError, TypeError, KeyError, IndexError, AttributeError, RecursionError) as exc:
+        # A server answer of an unexpected shape: this configuration is recorded, the campaign goes on.
+        return ProbeRecord(**base, outcome="error", failure=f"probe_error: malformed server answer: {type(exc).__name__}: {exc}")
     ok = load.requests_ok > 0 and win.generation_tokens > 0
     failure = None if ok else "no_output: " + (load.errors[0] if load.errors else "no request finished")
     # Without spec-decode counters a spec run's tokens per step is unknown, not 1.

@@ -122,11 +122,30 @@ def _body(api: str, model: str, prompt: Prompt, spec: LoadSpec) -> dict:
     return body
 
 
+def _chunk_parts(chunk: object) -> tuple[dict | None, list[dict]]:
+    """(usage, choices) of one SSE chunk; ValueError when it is not the OpenAI shape (an object
+    whose ``usage`` is an object and ``choices`` a list of objects)."""
+    if not isinstance(chunk, dict):
+        raise ValueError(f"SSE chunk is a {type(chunk).__name__}, not an object")
+    usage, choices = chunk.get("usage"), chunk.get("choices") or []
+    if usage is not None and not isinstance(usage, dict):
+        raise ValueError(f"SSE chunk usage is a {type(usage).__name__}, not an object")
+    if not isinstance(choices, list) or not all(isinstance(c, dict) for c in choices):
+        raise ValueError("SSE chunk choices is not a list of objects")
+    return usage, choices
+
+
 def _piece(api: str, choice: dict) -> str | None:
     if api == "completions":
-        return choice.get("text")
+        text = choice.get("text")
+        return text if isinstance(text, str) else None
     delta = choice.get("delta") or {}
-    return delta.get("content") or delta.get("reasoning_content") or delta.get("reasoning")
+    if not isinstance(delta, dict):
+        return None
+    for key in ("content", "reasoning_content", "reasoning"):
+        if isinstance(delta.get(key), str) and delta[key]:
+            return delta[key]
+    return None
 
 
 class _Tally:
@@ -138,7 +157,9 @@ class _Tally:
     def error(self, text: str) -> None:
         self.result.requests_failed += 1
         if len(self.result.errors) < 5:
-            self.result.errors.append(text[:300])
+            from advisor.errors import printable
+
+            self.result.errors.append(printable(text[:300], keep_newlines=False))
 
 
 def _kept_ids(chunk: dict, prompt_ids: list[int] | None, ids: list[int] | None, finish: str | None,
@@ -175,7 +196,12 @@ async def _one(client, url: str, api: str, body: dict, tally: _Tally, index: int
     ids: list[int] | None = None
     async with client.stream("POST", url, json=body) as resp:
         if resp.status_code != 200:
-            text = (await resp.aread()).decode("utf-8", "replace")
+            head = bytearray()
+            async for piece in resp.aiter_bytes():  # an error body is read only as far as it is shown
+                head += piece
+                if len(head) >= 65536:
+                    break
+            text = bytes(head).decode("utf-8", "replace")
             if resp.status_code == 400:
                 tally.result.requests_rejected += 1
             else:
@@ -188,11 +214,14 @@ async def _one(client, url: str, api: str, body: dict, tally: _Tally, index: int
             if data == "[DONE]":
                 break
             chunk = json.loads(data)
-            if chunk.get("usage"):
-                tokens = chunk["usage"].get("completion_tokens")
-            if index is not None and isinstance(chunk, dict):
+            usage, choices = _chunk_parts(chunk)
+            if usage:
+                tokens = usage.get("completion_tokens")
+                if tokens is not None and (not isinstance(tokens, int) or isinstance(tokens, bool) or tokens < 0):
+                    raise ValueError(f"usage.completion_tokens is {tokens!r}, not a count")
+            if index is not None:
                 prompt_ids, ids, finish = _kept_ids(chunk, prompt_ids, ids, finish)
-            for choice in chunk.get("choices") or ():
+            for choice in choices:
                 piece = _piece(api, choice)
                 if piece:
                     pieces.append(piece)
@@ -236,7 +265,7 @@ async def _run(base_url, model, api, prompts, spec: LoadSpec, progress, alive) -
             except asyncio.CancelledError:
                 tally.result.requests_cut += 1
                 raise
-            except (httpx.HTTPError, json.JSONDecodeError) as exc:
+            except (httpx.HTTPError, ValueError, RecursionError) as exc:  # ValueError: bad JSON or a chunk of another shape
                 tally.error(f"{type(exc).__name__}: {exc}")
 
     limits = httpx.Limits(max_connections=spec.concurrency + 4, max_keepalive_connections=spec.concurrency + 4)

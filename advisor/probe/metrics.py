@@ -98,23 +98,44 @@ def parse(text: str, at: float = 0.0) -> Snapshot:
                 elif sample.name == ACCEPTED_PER_POS and "position" in sample.labels:
                     per_pos[int(sample.labels["position"])] += sample.value
     except ValueError as exc:
-        raise ProbeError(f"unreadable /metrics text: {exc}") from None
+        from advisor.errors import printable
+
+        raise ProbeError(f"unreadable /metrics text: {printable(str(exc)[:300], keep_newlines=False)}") from None
     return Snapshot(at=at, counters=dict(counters), accepted_per_pos=dict(per_pos))
 
 
-def scrape(base_url: str, timeout_s: float = 30.0) -> Snapshot:
-    """GET ``base_url``/metrics and parse it."""
+MAX_METRICS_BYTES = 16 * 2**20
+"""A vLLM /metrics page is tens of kB (a few hundred kB with many LoRA/model labels); more is not vLLM's."""
+SCRAPE_TIMEOUT_S = 20.0
+"""The whole scrape, connect to last byte (httpx's own timeouts are per read: a trickle never ends)."""
+
+
+def scrape(base_url: str, timeout_s: float | None = None, max_bytes: int | None = None) -> Snapshot:
+    """GET ``base_url``/metrics and parse it: at most ``max_bytes`` (MAX_METRICS_BYTES), within
+    ``timeout_s`` (SCRAPE_TIMEOUT_S) in all."""
     import time
 
     import httpx
 
+    from advisor.errors import printable
+
+    timeout_s = SCRAPE_TIMEOUT_S if timeout_s is None else timeout_s
+    max_bytes = MAX_METRICS_BYTES if max_bytes is None else max_bytes
+    end = time.monotonic() + timeout_s
+    body = bytearray()
     try:
         with httpx.Client(timeout=timeout_s, trust_env=False) as client:
-            resp = client.get(f"{base_url}/metrics")
-            resp.raise_for_status()
+            with client.stream("GET", f"{base_url}/metrics") as resp:
+                resp.raise_for_status()
+                for piece in resp.iter_bytes():  # as each piece arrives (a chunk size would wait to fill it)
+                    body += piece
+                    if len(body) > max_bytes:
+                        raise ProbeError(f"{base_url}/metrics is larger than {max_bytes // 2**20} MiB: not a vLLM metrics page")
+                    if time.monotonic() > end:
+                        raise ProbeError(f"{base_url}/metrics took over {timeout_s:g} s to read")
     except httpx.HTTPError as exc:
-        raise ProbeError(f"cannot read {base_url}/metrics: {exc}") from None
-    return parse(resp.text, at=time.monotonic())
+        raise ProbeError(f"cannot read {base_url}/metrics: {printable(exc, keep_newlines=False)}") from None
+    return parse(body.decode("utf-8", "replace"), at=time.monotonic())
 
 
 def window(before: Snapshot, after: Snapshot, seconds: float | None = None) -> Window:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 
 MAX_TOK_S = 1e8
@@ -87,3 +87,13 @@ class ProbeRecord(BaseModel):
     without the checkpoint). Such a run measures step cost, memory and boot time, not the K̄ of real
     traffic (dummy outputs repeat, so suffix accepts almost every draft): the predictor never
     learns K̄ or gain from it (advisor.predict.dataset.probe_observations skips it)."""
+
+
+    @field_validator("failure", "vllm_version")
+    @classmethod
+    def _inert(cls, value: str | None) -> str | None:
+        """Text a server wrote (its log, /metrics, /version): stored and shown without terminal
+        escapes or bidi controls (advisor.errors.printable)."""
+        from advisor.errors import printable
+
+        return None if value is None else printable(value, keep_newlines=False)

@@ -22,7 +22,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from advisor.errors import ProbeError
+from advisor.errors import ProbeError, printable
 from advisor.probe.failures import Failure, classify, read_tail
 
 HOST = "127.0.0.1"
@@ -179,13 +179,28 @@ def _wait_healthy(client, proc: subprocess.Popen, base_url: str, log_path: Path,
         time.sleep(0.5)
 
 
-def _warm_up(client, base_url: str, model: str, api: str) -> str:
-    """Send one short request; returns the API that works (``auto`` tries chat, then completions)."""
+def served_names(doc: object, base_url: str) -> tuple[str, set[str]]:
+    """(first served id, every id and root) from a ``/v1/models`` answer; ProbeError when it is not
+    the OpenAI shape ``{"data": [{"id": "…"}, …]}`` with string ids."""
+    data = doc.get("data") if isinstance(doc, dict) else None
+    if not isinstance(data, list) or not data or not all(isinstance(m, dict) and isinstance(m.get("id"), str) for m in data):
+        raise ProbeError(f"{base_url}/v1/models is not an OpenAI model list with string ids: {printable(str(doc)[:200])}")
+    names = {m["id"] for m in data} | {m["root"] for m in data if isinstance(m.get("root"), str)}
+    return data[0]["id"], names
+
+
+def _warm_up(client, base_url: str, model: str, api: str, deadline: float | None = None, log_path: Path | None = None) -> str:
+    """Send one short request; returns the API that works (``auto`` tries chat, then completions).
+    Every try ends by ``deadline`` (the boot deadline): a server that never answers is a timeout."""
     import httpx
 
     tries = ["chat", "completions"] if api == "auto" else [api]
     errors = []
     for kind in tries:
+        left = None if deadline is None else deadline - time.monotonic()
+        if left is not None and left <= 0:
+            raise BootFailure("timeout", Failure("warmup_timeout", "the warm-up request got no answer before the boot deadline "
+                              "(--boot-timeout): " + "; ".join(errors)), log_path)  # fmt: skip
         if kind == "chat":
             url = f"{base_url}/v1/chat/completions"
             body = {"model": model, "messages": [{"role": "user", "content": WARMUP_PROMPT}], "max_tokens": 4}
@@ -193,7 +208,14 @@ def _warm_up(client, base_url: str, model: str, api: str) -> str:
             url = f"{base_url}/v1/completions"
             body = {"model": model, "prompt": WARMUP_PROMPT, "max_tokens": 4}
         try:
-            resp = client.post(url, json=body)
+            cap = client.timeout.read or left
+            resp = client.post(url, json=body, **({} if left is None else {"timeout": httpx.Timeout(min(left, cap or left))}))
+        except httpx.TimeoutException as exc:
+            errors.append(f"{kind}: {type(exc).__name__}: {exc}")
+            if deadline is not None and time.monotonic() >= deadline:
+                raise BootFailure("timeout", Failure("warmup_timeout", "the warm-up request got no answer before the boot "
+                                  "deadline (--boot-timeout)"), log_path) from None  # fmt: skip
+            continue
         except httpx.TransportError as exc:
             errors.append(f"{kind}: {type(exc).__name__}: {exc}")
             continue
@@ -247,20 +269,20 @@ def running_server(
         with httpx.Client(timeout=request_timeout_s, trust_env=False) as client:
             _wait_healthy(client, proc, base_url, log_path, t0 + boot_timeout_s)
             _check_listener(port, proc.pid, log_path)
+            deadline = t0 + boot_timeout_s
             try:
-                models = client.get(f"{base_url}/v1/models").json()["data"]
-                served = models[0]["id"]
-                names = {m.get("id") for m in models} | {m.get("root") for m in models}
+                left = max(0.1, deadline - time.monotonic())
+                served, names = served_names(client.get(f"{base_url}/v1/models", timeout=min(left, 30.0)).json(), base_url)
                 if model is not None and model not in names and not any(
                         n and Path(model).name == Path(str(n)).name for n in names):  # fmt: skip
                     raise BootFailure("boot_failed", Failure("wrong_model", f"/v1/models at {base_url} serves "
                                       f"{sorted(n for n in names if n)}, not {model!r}"), log_path)  # fmt: skip
-                kind = _warm_up(client, base_url, served, api)
+                kind = _warm_up(client, base_url, served, api, deadline, log_path)
             except BootFailure:
                 raise
-            except (httpx.HTTPError, ValueError, KeyError, IndexError, ProbeError) as exc:
+            except (httpx.HTTPError, ValueError, KeyError, IndexError, TypeError, AttributeError, RecursionError, ProbeError) as exc:
                 failure = classify(read_tail(log_path)) if proc.poll() is not None else None
-                raise BootFailure("boot_failed", failure or Failure("warmup_failed", str(exc)[:300]), log_path) from None
+                raise BootFailure("boot_failed", failure or Failure("warmup_failed", printable(str(exc)[:300])), log_path) from None
         yield Server(full, base_url, served, kind, proc, log_path, time.monotonic() - t0)
     finally:
         stop_process_group(proc, stop_timeout_s)

@@ -14,6 +14,11 @@ Behaviour is picked by the model name (so a campaign can mix good and broken con
 - ``nometrics``: /metrics is 404;
 - ``dies``: the process exits (status 3) on its third completion request, mid-load;
 - anything else: a working server.
+FAKE_MISBEHAVE (with FAKE_MISBEHAVE_ONLY=spec: only a server given --speculative-config) picks one
+malformed answer: version_list, version_int (/version), models_str, models_list, models_empty
+(/v1/models), sse_list, usage_str, choices_str (the streamed chunks), warm_hang (completions never
+answer), metrics_slow (one byte a second), metrics_huge (an endless body), metrics_esc (terminal
+escapes and bidi controls in /metrics), metrics_garbage.
 Environment: FAKE_BOOT_S (delay before /health is 200, default 0.2), FAKE_TOKEN_S (time per token,
 default 0.002), FAKE_TOKENS (tokens per response when max_tokens is larger, default 16),
 FAKE_SPEC_STEP_COST (cost R of a speculative step that emits two tokens, in plain-token times;
@@ -66,6 +71,9 @@ def main() -> int:
         child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
         print(f"child pid {child.pid}", flush=True)
     started = time.monotonic()
+    bad = os.environ.get("FAKE_MISBEHAVE", "")
+    if os.environ.get("FAKE_MISBEHAVE_ONLY") == "spec" and spec is None:
+        bad = ""
 
     class Handler(BaseHTTPRequestHandler):
         def log_message(self, fmt, *a):  # keep the log short
@@ -86,9 +94,31 @@ def main() -> int:
                 else:
                     self._json(200, {})
             elif self.path == "/version":
-                self._json(200, {"version": "0.0.fake"})
+                self._json(200, {"version_list": ["0.0.fake"], "version_int": {"version": 5}}.get(bad, {"version": "0.0.fake"}))
             elif self.path == "/v1/models":
-                self._json(200, {"data": [{"id": model}]})
+                self._json(200, {"models_str": {"data": [model]}, "models_list": [{"id": model}], "models_empty": {"data": []},
+                                 }.get(bad, {"data": [{"id": model}]}))  # fmt: skip
+            elif self.path == "/metrics" and bad in ("metrics_slow", "metrics_huge"):
+                self.send_response(200)
+                self.send_header("Content-Type", "text/plain")
+                self.end_headers()
+                try:
+                    while True:
+                        if bad == "metrics_slow":
+                            self.wfile.write(b"#")
+                            self.wfile.flush()
+                            time.sleep(1.0)
+                        else:
+                            self.wfile.write(b"# padding " + b"x" * 65536 + b"\n")
+                except OSError:
+                    return
+            elif self.path == "/metrics" and bad in ("metrics_esc", "metrics_garbage"):
+                text = metrics_text(model, spec is not None, k)
+                text += ('vllm:bogus{x="\x1b]0;pwned\x07\u202e"} 1\n' if bad == "metrics_esc" else "\x1b[2J{{{ not metrics\n")
+                self.send_response(200)
+                self.send_header("Content-Type", "text/plain")
+                self.end_headers()
+                self.wfile.write(text.encode())
             elif self.path == "/metrics" and kind != "nometrics":
                 self.send_response(200)
                 self.send_header("Content-Type", "text/plain")
@@ -103,6 +133,9 @@ def main() -> int:
         def do_POST(self) -> None:
             body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))) or b"{}")
             chat = self.path == "/v1/chat/completions"
+            if bad == "warm_hang":
+                time.sleep(3600)
+                return
             if kind == "nowarm" or (kind == "nochat" and chat):
                 self._json(400 if chat and kind == "nochat" else 500, {"error": {"message": "no"}})
                 return
@@ -149,6 +182,7 @@ def main() -> int:
                         (chunk if chat else choice)["prompt_token_ids"] = prompt_ids
                 if sent + m >= n:
                     choice["finish_reason"] = "length"
+                chunk = {"sse_list": [choice], "choices_str": {"choices": "ab"}}.get(bad, chunk)
                 self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
                 self.wfile.flush()
                 sent += m
@@ -158,7 +192,7 @@ def main() -> int:
                         STATE["drafts"] += 1
                         STATE["draft_tokens"] += k
                         STATE["accepted"] += m - 1
-            usage = {"choices": [], "usage": {"completion_tokens": n}}
+            usage = {"choices": [], "usage": "lots" if bad == "usage_str" else {"completion_tokens": n}}
             self.wfile.write(f"data: {json.dumps(usage)}\n\ndata: [DONE]\n\n".encode())
             self.wfile.flush()
 

@@ -1,0 +1,91 @@
+"""A misbehaving server (tests/vllm_helpers/fake_vllm.py, FAKE_MISBEHAVE) never aborts a campaign:
+the configuration it serves is recorded with what went wrong and the next one is probed; the
+warm-up is bounded by --boot-timeout and /metrics in time and size, outside the measured window;
+nothing the server writes reaches the terminal or the store as an escape sequence."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from advisor.cli.app import main
+from advisor.probe import metrics
+
+ROOT = Path(__file__).resolve().parents[1]
+FAKE = ROOT / "tests" / "vllm_helpers" / "fake_vllm.py"
+
+# misbehaviour -> outcomes the suffix configuration may end in (vanilla, served well, must be ok)
+CASES = {
+    "version_list": {"ok"}, "version_int": {"ok"},  # the version is just not recorded
+    "models_str": {"boot_failed"}, "models_list": {"boot_failed"}, "models_empty": {"boot_failed"},
+    "sse_list": {"error"}, "usage_str": {"error"}, "choices_str": {"error"},
+    "warm_hang": {"timeout"}, "metrics_slow": {"error"}, "metrics_huge": {"error"},
+    "metrics_esc": {"ok"}, "metrics_garbage": {"error"},
+}  # fmt: skip
+
+
+@pytest.fixture()
+def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("FAKE_TOKEN_S", "0.001")
+    monkeypatch.setenv("FAKE_MISBEHAVE_ONLY", "spec")
+    monkeypatch.setattr(metrics, "SCRAPE_TIMEOUT_S", 2.0)
+    monkeypatch.setattr(metrics, "MAX_METRICS_BYTES", 2 * 2**20)
+    corpus = tmp_path / "prompts.jsonl"
+    corpus.write_text("".join(json.dumps({"prompt": f"prompt number {i}"}) + "\n" for i in range(20)))
+    (tmp_path / "good").mkdir()
+    return tmp_path
+
+
+def _args(tmp: Path, boot_timeout: str = "30") -> list[str]:
+    return ["--data-dir", str(tmp / "data"), "probe", str(tmp / "good"), "--corpus", str(tmp / "prompts.jsonl"),
+            "--configs", "vanilla,suffix:4", "--requests", "4", "--duration", "30", "--concurrency", "2",
+            "--max-tokens", "8", "--max-model-len", "512", "--server-cmd", f"{sys.executable} {FAKE}",
+            "--boot-timeout", boot_timeout, "--json"]  # fmt: skip
+
+
+@pytest.mark.parametrize("mode", sorted(CASES))
+def test_misbehaving_server_is_recorded_and_the_campaign_goes_on(env, capsys, monkeypatch, mode):
+    monkeypatch.setenv("FAKE_MISBEHAVE", mode)
+    t0 = time.monotonic()
+    rc = main(_args(env, boot_timeout="4" if mode == "warm_hang" else "30"))
+    took = time.monotonic() - t0
+    out, err = capsys.readouterr()
+    assert rc == 0, err
+    assert "Traceback" not in err and "internal error" not in err
+    recs = {r["config"]: r for r in json.loads(out)["records"]}
+    assert recs["vanilla"]["outcome"] == "ok", recs["vanilla"]
+    assert recs["suffix:4"]["outcome"] in CASES[mode], recs["suffix:4"]
+    for text in (out, err, json.dumps(recs)):
+        assert "\x1b" not in text and "\u202e" not in text
+    if mode.startswith("version"):
+        assert recs["suffix:4"]["vllm_version"] is None
+    if mode == "warm_hang":
+        assert took < 4 + 25, took  # the warm-up ended at the boot deadline, not 2 x 300 s later
+        assert "warmup_timeout" in recs["suffix:4"]["failure"]
+    if mode in ("metrics_slow", "metrics_huge"):
+        assert "/metrics" in recs["suffix:4"]["failure"]
+
+
+def test_measured_window_is_the_load_not_the_scrapes(env, capsys, monkeypatch):
+    """A /metrics that takes seconds to answer does not enter the throughput's denominator."""
+    real = metrics.scrape
+
+    def slow(base_url, *a, **k):
+        time.sleep(1.5)
+        return real(base_url, *a, **k)
+
+    monkeypatch.setattr(metrics, "scrape", slow)
+    monkeypatch.delenv("FAKE_MISBEHAVE_ONLY")
+    args = _args(env)
+    args[args.index("vanilla,suffix:4")] = "vanilla"
+    rc = main(args)
+    out, err = capsys.readouterr()
+    assert rc == 0, err
+    rec = json.loads(out)["records"][0]
+    assert rec["outcome"] == "ok"
+    assert rec["duration_s"] < 1.5, rec["duration_s"]  # 4 short requests, not the scrape's 1.5 s
+    assert rec["throughput_tok_s"] == pytest.approx(rec["output_tokens"] / rec["duration_s"], rel=0.01)
