@@ -89,3 +89,33 @@ def test_measured_window_is_the_load_not_the_scrapes(env, capsys, monkeypatch):
     assert rec["outcome"] == "ok"
     assert rec["duration_s"] < 1.5, rec["duration_s"]  # 4 short requests, not the scrape's 1.5 s
     assert rec["throughput_tok_s"] == pytest.approx(rec["output_tokens"] / rec["duration_s"], rel=0.01)
+
+
+def test_two_probes_of_one_campaign_one_wins_the_other_says_so(env, capsys, monkeypatch):
+    import os
+    import sqlite3
+    import subprocess
+
+    args = _args(env)
+    child_env = {**os.environ, "FAKE_TOKEN_S": "0.05", "FAKE_BOOT_S": "1.0", "PYTHONPATH": str(ROOT)}
+    child_env.pop("FAKE_MISBEHAVE_ONLY", None)
+    first = subprocess.Popen([sys.executable, "-m", "advisor", *args], env=child_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        locks = []
+        while not locks and time.monotonic() < deadline:
+            locks = [p for p in (env / "data" / "campaigns").glob("*/.lock") if p.read_text().strip().isdigit()]
+            time.sleep(0.1)
+        assert locks, "the first probe never took its campaign lock"
+        rc = main(args)
+        _, err = capsys.readouterr()
+        assert rc == 7 and "being probed by another advisor process" in err and str(first.pid) in err, err
+    finally:
+        out, err = first.communicate(timeout=120)
+    assert first.returncode == 0, err
+    rows = sqlite3.connect(env / "data" / "probes.sqlite").execute("SELECT config FROM probes ORDER BY id").fetchall()
+    assert [r[0] for r in rows] == ["vanilla", "suffix:4"]  # each configuration probed once
+    # Once the first is done, the same command resumes: nothing left.
+    rc = main(args)
+    out, err = capsys.readouterr()
+    assert rc == 0 and json.loads(out)["probed"] == [] and "nothing left to probe" in err

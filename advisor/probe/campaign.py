@@ -13,6 +13,8 @@ finished configurations in the store and skips them.
 
 from __future__ import annotations
 
+import contextlib
+
 import hashlib
 import json
 import shlex
@@ -276,6 +278,39 @@ def run_campaign(
     corpus = load_corpus(spec.corpus, max_chars=2 * room)
     host = host_info(settings)
     cid = campaign_id(spec, host["fingerprint"])
+    log_dir = Path(settings.data_dir) / "campaigns" / cid
+    with campaign_lock(log_dir, cid):
+        return _run_locked(spec, store, corpus, host, cid, log_dir, say=say, show_progress=show_progress, on_record=on_record)
+
+
+@contextlib.contextmanager
+def campaign_lock(log_dir: Path, cid: str):
+    """One process probes a campaign at a time (an exclusive ``flock`` on its folder's lock file):
+    a second one is told and stops instead of redoing every configuration on the same GPUs."""
+    import fcntl
+    import os
+
+    try:
+        log_dir.mkdir(parents=True, exist_ok=True)
+        fd = os.open(log_dir / ".lock", os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError as exc:
+        raise ProbeError(f"cannot create the campaign folder {log_dir}: {exc.strerror or exc}") from None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            holder = os.pread(fd, 32, 0).decode(errors="replace").strip()
+            raise ProbeError(f"campaign {cid} is being probed by another advisor process"
+                             + (f" (pid {holder})" if holder.isdigit() else "")
+                             + ": wait for it to finish, then rerun to resume (its finished configurations are kept)") from None  # fmt: skip
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, str(os.getpid()).encode(), 0)
+        yield
+    finally:
+        os.close(fd)
+
+
+def _run_locked(spec, store, corpus, host, cid, log_dir, *, say, show_progress, on_record) -> CampaignResult:
     done = store.done_configs(cid, retry_failed=spec.retry_failed)
     todo = sorted((c for c in spec.configs if c.label not in done), key=lambda c: not c.is_vanilla)
     result = CampaignResult(campaign_id=cid, skipped=[done[c.label] for c in spec.configs if c.label in done])
@@ -284,7 +319,6 @@ def run_campaign(
         say(f"resuming campaign {cid}: already done: {names}" + ("; nothing left to probe" if not todo else ""))
     else:
         say(f"campaign {cid}: {len(todo)} configuration(s), corpus {corpus.name} ({len(corpus.prompts)} prompts)")
-    log_dir = Path(settings.data_dir) / "campaigns" / cid
     vanilla_tput = _vanilla_throughput(list(done.values()))
     keep = spec.save_responses is not None
     if keep:
