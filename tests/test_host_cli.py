@@ -24,6 +24,7 @@ NO_GPU_TOOLS = shutil.which("nvidia-smi") is None and find_spec("pynvml") is Non
 def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """No user config, no stray data dir; the real /sys and /etc unless a test says otherwise."""
     monkeypatch.chdir(tmp_path)
+    (tmp_path / "none.toml").write_text("")  # an empty settings file: no ./advisor.toml or ~/.config one is read
     monkeypatch.setenv("ADVISOR_CONFIG", str(tmp_path / "none.toml"))
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
     for var in ("ADVISOR_SYSFS_ROOT", "ADVISOR_ETC_ROOT"):

@@ -120,6 +120,7 @@ def host_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     (proc / "cpuinfo").write_text(CPUINFO)
     monkeypatch.setenv("PATH", str(bindir))
     monkeypatch.setitem(sys.modules, "pynvml", None)  # import pynvml -> ImportError
+    (tmp_path / "none.toml").write_text("")  # an empty settings file: no ./advisor.toml or ~/.config one is read
     monkeypatch.setenv("ADVISOR_CONFIG", str(tmp_path / "none.toml"))
     monkeypatch.setenv("ADVISOR_SYSFS_ROOT", str(sysfs))
     monkeypatch.setenv("ADVISOR_ETC_ROOT", str(etc))

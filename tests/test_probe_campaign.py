@@ -24,6 +24,7 @@ FAKE = ROOT / "tests" / "vllm_helpers" / "fake_vllm.py"
 
 @pytest.fixture()
 def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    (tmp_path / "absent.toml").write_text("")  # an empty settings file: no ./advisor.toml or ~/.config one is read
     monkeypatch.setenv("ADVISOR_CONFIG", str(tmp_path / "absent.toml"))
     monkeypatch.setenv("FAKE_TOKEN_S", "0.001")
     corpus = tmp_path / "prompts.jsonl"

@@ -64,6 +64,7 @@ def _stop(proc: subprocess.Popen) -> None:
 
 def test_probe_campaign_on_real_vllm(tiny_model: Path, tmp_path: Path) -> None:
     marker = uuid.uuid4().hex
+    (tmp_path / "absent.toml").write_text("")  # an empty settings file: no other advisor.toml is read
     env = {
         **os.environ, "PYTHONPATH": str(ROOT), "ADVISOR_CONFIG": str(tmp_path / "absent.toml"),
         "VLLM_CPU_KVCACHE_SPACE": "1", "ADVISOR_E2E_MARKER": marker,

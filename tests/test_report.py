@@ -425,3 +425,19 @@ def test_overflow_probe_catches_text_outside_its_card(reports, tmp_path):
     page.write_text(text, encoding="utf-8")
     found = overflow_report(page, tmp_path, 1280)
     assert any(o.get("card") == "#trace" for o in found["overflow"]), found["overflow"][:3]
+
+
+def test_bidi_and_escape_characters_in_a_model_path_are_made_visible(reports, tmp_path):
+    """A bidi override (U+202E, "Trojan Source") or an ESC in a model's path reaches neither the page
+    nor the terminal as the character itself: both show its \\uNNNN / \\xNN escape."""
+    from conftest import CATALOG
+
+    model = tmp_path / "evil\u202egpj.exe\u2066\x1b[31m"
+    model.mkdir()
+    shutil.copy(CATALOG / "meta-llama" / "Llama-3.1-8B-Instruct" / "config.json", model / "config.json")
+    page = tmp_path / "page.html"
+    assert main(["--data-dir", str(reports["_data"]["path"]), "report", str(model), "--gpu", "H200", "--gpus", "1",
+                 "--out", str(page)]) == 0  # fmt: skip
+    text = page.read_text()
+    assert not any(c in text for c in "\u202e\u2066\x1b")
+    assert "evil\\u202egpj.exe\\u2066\\x1b[31m" in text

@@ -151,9 +151,22 @@ def render(ctx: dict) -> str:
     from advisor.paths import data_path
 
     env = Environment(loader=FileSystemLoader(str(data_path("templates") / "report")), undefined=StrictUndefined,
-                      autoescape=True, trim_blocks=True, lstrip_blocks=True)  # fmt: skip
+                      autoescape=True, trim_blocks=True, lstrip_blocks=True, finalize=_inert)  # fmt: skip
     ctx = {**ctx, **{k: Markup(v) for k, v in ctx.items() if k.startswith("fig_") and v}}  # our own SVG, not user text
-    return env.get_template(TEMPLATE).render(**ctx)
+    return _inert(env.get_template(TEMPLATE).render(**ctx))
+
+
+def _inert(value):
+    """Every value on the page (and the page itself, SVG included) without bidi or control
+    characters: HTML escaping leaves them, and a bidi override reorders what the reader sees."""
+    from markupsafe import Markup
+
+    from advisor.errors import printable
+
+    if not isinstance(value, str):
+        return value
+    out = printable(value)
+    return Markup(out) if isinstance(value, Markup) else out
 
 
 def write_report(html: str, out: Path) -> Path:
