@@ -51,7 +51,8 @@ def _env_file_ok(v: str) -> bool:
 
 
 def _program_ok(v: str) -> bool:  # systemd also refuses quotes and backslashes in an executable path
-    return (bool(v) and not v.startswith("-") and not CTRL.search(v) and v == v.strip() and not v.endswith("/")
+    # ... and a leading + ! @ : | (systemd Exec prefixes: root, no hardening, argv[0], no $ expansion)
+    return (bool(v) and not v.startswith(("-", "+", "!", "@", ":", "|")) and not CTRL.search(v) and v == v.strip() and not v.endswith("/")
             and not any(c in v for c in "'\"\\") and all(len(p.encode()) <= 255 for p in v.split("/")))  # fmt: skip
 
 

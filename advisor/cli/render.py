@@ -48,7 +48,7 @@ def render_cmd(
     served_model_name: str = typer.Option(None, "--served-model-name", help="Model name clients send (default: MODEL)."),
     env: list[str] = typer.Option(None, "--env", metavar="NAME[=VALUE]", help="Extra variable for vllm.env (repeatable); NAME alone copies it from this environment, e.g. --env HF_TOKEN --env VLLM_API_KEY, so secrets stay off the command line."),
     gpus_per_node: int = typer.Option(None, "--gpus-per-node", min=1, help="GPUs in one node (default 8): a layout needing more is rendered multi-node (TP inside a node, PP across nodes, Ray)."),
-    image: str = typer.Option(None, "--image", help="Container image for --format k8s/compose (default: vllm/vllm-openai:v<release of --vllm-version>, e.g. v0.33.0)."),
+    image: str = typer.Option(None, "--image", help="Container image for --format k8s/compose (default: vllm/vllm-openai:v<release of --vllm-version>, e.g. v0.33.0; with suffix decoding an image built FROM it with Arctic Inference by the rendered Containerfile)."),
     force: bool = typer.Option(False, "--force", help="Overwrite existing files, and render even a configuration the memory plan says does not boot."),
     json_out: bool = JsonOpt,
 ) -> None:  # fmt: skip
@@ -81,8 +81,7 @@ def render_cmd(
     warnings = list(rec.warnings) + list(target.warnings)
     warnings += check_boots(rec, lambda n: build_recommendation(model, opts, gpus=n, tp=None), force=force)
     warnings += [vllm.note] if vllm.note else []
-    files, more = _render(fmt, target, rec, gpus_per_node=gpus_per_node or 8, image=image or default_image(vllm.version),
-                          version=vllm.version)  # fmt: skip
+    files, more = _render(fmt, target, rec, gpus_per_node=gpus_per_node or 8, image=image, version=vllm.version)
     warnings += more
     written = write_files(Path(out), files, force=force)
     if json_out:
@@ -94,14 +93,7 @@ def render_cmd(
         print(f"wrote {p}" + (" (mode 0600: holds the env, secrets included)" if mode_for(p.name) == 0o600 else ""))
 
 
-def default_image(version: str) -> str:
-    """vLLM's OpenAI-server image of the release ``version``'s facts were read from."""
-    from advisor.vllm_facts import facts
-
-    return f"vllm/vllm-openai:v{facts(version).release}"
-
-
-def _render(fmt: str, target, rec, *, gpus_per_node: int, image: str, version: str) -> tuple[dict[str, str], list[str]]:
+def _render(fmt: str, target, rec, *, gpus_per_node: int, image: str | None, version: str) -> tuple[dict[str, str], list[str]]:
     from advisor.render.files import render_target
 
     if fmt == "systemd":
@@ -109,11 +101,12 @@ def _render(fmt: str, target, rec, *, gpus_per_node: int, image: str, version: s
 
         return render_target(target, rec.decision, version=version, host_dsa_queues=rec.host_dsa_queues,
                              gpus_per_node=gpus_per_node), unit_warnings(target)  # fmt: skip
-    from advisor.render.containers import render_compose, render_k8s
+    from advisor.render.containers import container_warnings, render_compose, render_k8s
 
+    more = container_warnings(rec.decision, version, image, fmt)
     if fmt == "k8s":
         return render_k8s(target, rec.decision, version=version, image=image, gpu=rec.host.gpu,
-                          weight_bytes=rec.model.get("weight_bytes"), gpus_per_node=gpus_per_node), []  # fmt: skip
+                          weight_bytes=rec.model.get("weight_bytes"), gpus_per_node=gpus_per_node), more  # fmt: skip
     from advisor.errors import UsageError
     from advisor.render.multinode import layout
 
@@ -121,4 +114,4 @@ def _render(fmt: str, target, rec, *, gpus_per_node: int, image: str, version: s
     if lay is not None:
         raise UsageError(f"TP {rec.decision.tensor_parallel_size} needs {lay.nodes} nodes of {gpus_per_node} GPUs: --format compose "
                          "renders one host only; use --format systemd (Ray head + workers) or --format k8s (LeaderWorkerSet)")  # fmt: skip
-    return render_compose(target, rec.decision, version=version, image=image, gpu=rec.host.gpu), []
+    return render_compose(target, rec.decision, version=version, image=image, gpu=rec.host.gpu), more

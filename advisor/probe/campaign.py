@@ -151,7 +151,7 @@ def _server_version(base_url: str) -> str | None:
     except (httpx.HTTPError, ValueError, RecursionError):
         return None
     version = doc.get("version") if isinstance(doc, dict) else None
-    # vLLM answers {"version": "0.32.0"}; anything else is not a version to record.
+    # vLLM answers {"version": "<release>"}; anything else is not a version to record.
     return printable(version[:64], keep_newlines=False) if isinstance(version, str) else None
 
 

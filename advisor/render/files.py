@@ -14,7 +14,7 @@ from advisor.domain.decision import Decision
 from advisor.render import quoting
 from advisor.render.flags import _check_version, serve_argv
 from advisor.render.target import Target, make_target
-from advisor.vllm_facts import DEFAULT_VERSION
+from advisor.vllm_facts import DEFAULT_VERSION, facts
 
 FILES = ("launch.sh", "vllm.service", "vllm.env")
 MULTINODE_FILES = ("ray-worker.sh", "vllm-ray-worker.service")
@@ -63,6 +63,17 @@ READY_SCRIPT = (
     '&& IFS= read -r line <&3 && [[ $line == *" 200 "* ]]) 2>/dev/null; do sleep 5; done'
 )
 
+
+# Suffix decoding: the interpreter vLLM runs under ($1's #! line, else python3) must import Arctic
+# Inference, else the unit fails before vLLM starts with the fix in its message; $2 = the pinned release.
+ARCTIC_CHECK_SCRIPT = (
+    'p="$(command -v -- "$1" || true)"; l=""; [ -n "$p" ] && { IFS= read -r l < "$p" || true; }; '
+    'case "$l" in "#!"*) read -r -a py <<< "${l#??}" ;; *) py=(python3) ;; esac; '
+    '"${py[@]}" -c "import arctic_inference.suffix_decoding" >/dev/null 2>&1 && exit 0; '
+    'echo "suffix decoding needs Arctic Inference, but import arctic_inference.suffix_decoding fails in ${py[*]}: '
+    'install it there (${py[*]} -m pip install --no-build-isolation arctic-inference==$2 builds it against the torch of vLLM; '
+    'scripts/install_arctic.sh in the advisor repository does it), or render again with suffix off" >&2; exit 1'
+)
 
 # Multi-node head: wait until $2 Ray nodes are alive (`ray status`, section "Active:"), $1 = ray.
 RAY_WAIT_SCRIPT = (
@@ -118,6 +129,7 @@ def base_context(target: Target, decision: Decision, version: str) -> dict:
         "description": f"vLLM {version} serving {target.model}",
         "required_gpus": int(decision.tensor_parallel_size * decision.data_parallel_size),
         "needs_arctic": decision.speculative_method == "suffix",
+        "arctic": facts(version).arctic_inference,
         "target": target,
     }
 
@@ -147,6 +159,8 @@ def render_target(target: Target, decision: Decision, *, version: str = DEFAULT_
         "env_items": target.env,
         "exec_argv": [target.exec_path, *args],
         "ready_argv": ["/bin/bash", "-c", READY_SCRIPT, "vllm-ready", target.health_host(), str(target.port)],
+        "arctic_check_argv": ["/bin/bash", "-c", ARCTIC_CHECK_SCRIPT, "arctic-check", target.exec_path,
+                              facts(major_minor).arctic_inference],
         "env_file": target.env_file,
         "unit_name": target.unit_name,
         "timeout_start_s": TIMEOUT_START_S,
