@@ -17,16 +17,22 @@ if TYPE_CHECKING:
     from advisor.domain.probe_plan import ProbePlan
 
 
-def build_recommendation(model: str, opts, **changes):
+def build_recommendation(model: str, opts, gpus_per_node: int | None = None, **changes):
     """Load everything a recommendation needs (I/O) and call the pure core with the shared options
     (advisor.cli.options.RecommendOptions; ``changes`` replace some, e.g. ``gpus``). The memory plan
-    uses the defaults of the vLLM line ``vllm_choice`` resolves."""
+    uses the defaults of the vLLM line ``vllm_choice`` resolves. ``gpus_per_node`` (render's flag):
+    a replica larger than a node is searched, as it is rendered, as TP per node x PP across nodes."""
     opts = opts.replace(**changes) if changes else opts
     gpu, gpus, tp, corpus, tokenizer = opts.gpu, opts.gpus, opts.tp, opts.corpus, opts.tokenizer
     concurrency, max_model_len, k, gmu = opts.concurrency, opts.max_model_len, opts.k, opts.gmu
     vllm_version = vllm_choice(opts.vllm_version).version
     query = layout_query(opts.objective, opts.max_tpot_ms, opts.max_ttft_ms, opts.prompt_len, opts.output_len,
                          opts.ngram_k, opts.ngram_lookup)  # fmt: skip
+    from advisor.vllm_facts import facts
+
+    # Multi-node replicas: priced as TP per node x PP, and only with speculation this vLLM runs under PP.
+    query = query.model_copy(update={"pp_speculative_methods": facts(vllm_version).pp_speculative_methods,
+                                     **({"gpus_per_node": gpus_per_node} if gpus_per_node else {})})  # fmt: skip
     from advisor.model.load import load_profile
     from advisor.hardware.resolve import resolve_host
     from advisor.cli.wiring import StorePredictor, workload_for
@@ -214,14 +220,14 @@ def layout_query(objective: str, max_tpot_ms, max_ttft_ms, prompt_len: int, outp
                        prompt_len=prompt_len, output_len=output_len, ngram_k=ngram_k, ngram_lookup=window)  # fmt: skip
 
 
-def recommend_maybe_probe(model: str, opts, *, quiet: bool):
+def recommend_maybe_probe(model: str, opts, *, quiet: bool, gpus_per_node: int | None = None):
     """(Recommendation, probe summary or None): ``build_recommendation(model, opts)``, and with
     ``opts.probe`` the probe campaign it proposes run here and the recommendation built again."""
-    rec = build_recommendation(model, opts)
+    rec = build_recommendation(model, opts, gpus_per_node=gpus_per_node)
     probed = None
     if opts.probe and rec.probe_plan:
         probed = _run_plan(rec.probe_plan, opts.probe_duration, opts.probe_requests, opts.server_cmd, quiet=quiet)
-        rec = build_recommendation(model, opts)
+        rec = build_recommendation(model, opts, gpus_per_node=gpus_per_node)
         if not (rec.prediction and rec.prediction.measured):
             rec.warnings.append(f"--probe did not settle it ({'; '.join(probed['summary'])}): the recommendation "
                                 f"still rests on the prediction; see the logs under {Path(probed['store']).parent / 'campaigns'}")  # fmt: skip

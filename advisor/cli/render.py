@@ -13,7 +13,17 @@ from advisor.cli.common import JsonOpt, emit_json, model_arg, table, vllm_choice
 FORMATS = ("systemd", "k8s", "compose")
 
 
-def _summary(rec, target, fmt: str, warnings: list[str], vllm) -> str:
+def _multinode_note(decision, gpus_per_node: int) -> str:
+    from advisor.render.multinode import layout
+
+    try:
+        lay = layout(decision, gpus_per_node)
+    except Exception:  # noqa: BLE001 - the render itself reports a layout it refuses
+        return ""
+    return "" if lay is None else f" — runs as TP {lay.tp} x PP {lay.pp} over {lay.nodes} nodes (Ray), as predicted"
+
+
+def _summary(rec, target, fmt: str, warnings: list[str], vllm, gpus_per_node: int = 8) -> str:
     from advisor.render.files import summary_line
 
     mem = rec.memory
@@ -22,7 +32,7 @@ def _summary(rec, target, fmt: str, warnings: list[str], vllm) -> str:
         ("model", target.model),
         ("host", f"{rec.host.gpus}x{rec.host.gpu} ({rec.host.origin})"),
         ("vLLM", f"{vllm.version} ({vllm.why})"),
-        ("configuration", summary_line(rec.decision)),
+        ("configuration", summary_line(rec.decision) + _multinode_note(rec.decision, gpus_per_node)),
         ("memory", verdict if mem else "not planned"),
         ("serves", f"http://{target.host}:{target.port} ({fmt})"),
         ("env", ", ".join(f"{k}{'=<secret>' if v and k in dict(target.secret_env()) else ''}" for k, v in target.env) or "none"),
@@ -74,12 +84,12 @@ def render_cmd(
 
         check_image(image)
     extra_env = parse_env_options(env)
-    rec, _probed = recommend_maybe_probe(model, opts, quiet=json_out)
+    rec, _probed = recommend_maybe_probe(model, opts, quiet=json_out, gpus_per_node=gpus_per_node)
     target = make_target(serve_model(model) if rec.model["id"] == model else rec.model["id"], rec.decision,
                          vllm_bin=vllm_bin, env_file=env_file, host=host, port=port,
                          served_model_name=served_model_name, extra_env=extra_env, resolve=fmt == "systemd")  # fmt: skip
     warnings = list(rec.warnings) + list(target.warnings)
-    warnings += check_boots(rec, lambda n: build_recommendation(model, opts, gpus=n, tp=None), force=force)
+    warnings += check_boots(rec, lambda n: build_recommendation(model, opts, gpus_per_node=gpus_per_node, gpus=n, tp=None), force=force)
     warnings += [vllm.note] if vllm.note else []
     files, more = _render(fmt, target, rec, gpus_per_node=gpus_per_node or 8, image=image, version=vllm.version)
     warnings += more
@@ -88,7 +98,7 @@ def render_cmd(
         emit_json({"files": [str(p) for p in written], "format": fmt, "warnings": warnings, "vllm": vllm.model_dump(),
                    "recommendation": rec.model_dump(mode="json")})  # fmt: skip
         return
-    print(_summary(rec, target, fmt, warnings, vllm))
+    print(_summary(rec, target, fmt, warnings, vllm, gpus_per_node or 8))
     for p in written:
         print(f"wrote {p}" + (" (mode 0600: holds the env, secrets included)" if mode_for(p.name) == 0o600 else ""))
 

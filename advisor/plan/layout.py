@@ -21,6 +21,7 @@ from advisor.hardware.gpus import GpuSpec
 from advisor.model.schema import ModelProfile
 from advisor.domain.decision import Decision
 from advisor.domain.prediction import Band
+from advisor.predict.pipeline import pp_serve, pp_split
 from advisor.predict.absolute import ReplicaLayout, ServingFigures, mtp_gain, ngram_gain, serve
 from advisor.plan.memory_terms import dense_intermediate
 from advisor.rules.policy import load_policy
@@ -50,6 +51,10 @@ class LayoutQuery(BaseModel):
     """num_speculative_tokens of the n-gram candidates (``--ngram-k``; None: the advisor's n-gram K)."""
     ngram_lookup: tuple[int, int] | None = None
     """(prompt_lookup_min, prompt_lookup_max) of the n-gram candidates (``--ngram-lookup``; None: vLLM's)."""
+    gpus_per_node: int = Field(default=8, ge=1)
+    """A replica of more GPUs runs TP inside a node x PP across nodes (advisor.render.multinode)."""
+    pp_speculative_methods: tuple[str, ...] = ()
+    """Speculative methods the target vLLM runs with PP (advisor.vllm_facts; none known today)."""
 
 
 class Candidate(BaseModel):
@@ -197,6 +202,19 @@ def _one(p, gpu, lay, method, k, cap, base, concurrency, query, suffix_gain, pla
         "tensor_parallel_size": lay.tp, "data_parallel_size": lay.dp, "enable_expert_parallel": lay.ep,
         "speculative_method": None if method == "none" else method, "num_speculative_tokens": k, "max_num_seqs": cap,
     })  # fmt: skip
+    split = pp_split(lay.tp, query.gpus_per_node) if lay.dp == 1 else None
+    if lay.dp > 1 and lay.gpus > query.gpus_per_node:
+        # advisor.render.multinode renders one replica across nodes (TP x PP), not DP replicas spread over nodes.
+        return Candidate(layout=lay, method=method, k=k, max_num_seqs=cap, boots=False, memory_reason="not planned",
+                         eligible=False, why_not=f"{lay.dp} data-parallel replicas over {lay.gpus} GPUs span more than a node "
+                         f"of {query.gpus_per_node}: not rendered (run one server per node instead)")  # fmt: skip
+    if split is not None and method != "none" and method not in query.pp_speculative_methods:
+        cand = Candidate(layout=lay, method=method, k=k, max_num_seqs=cap, boots=False, kv_cache_tokens=0,
+                         memory_reason="not planned", eligible=False)  # fmt: skip
+        cand.why_not = (f"{method} with pipeline parallelism (TP {split[0]} x PP {split[1]} over {split[1]} nodes): no "
+                        "speculative method the advisor renders is known to work with PP in this vLLM (advisor.vllm_facts "
+                        "pp_speculative_methods: vLLM issue #57755, PR #55623)")  # fmt: skip
+        return cand
     boots, kv_tokens, reason = planner(replica_profile(p, lay, method), d)
     cand = Candidate(layout=lay, method=method, k=k, max_num_seqs=cap, boots=boots, kv_cache_tokens=kv_tokens, memory_reason=reason)
     if not boots:
@@ -230,6 +248,11 @@ def _one(p, gpu, lay, method, k, cap, base, concurrency, query, suffix_gain, pla
     elif method == "mtp":
         gain, cand.r, notes = mtp_gain(p, gpu, lay, n, context, k)
         cand.k_bar = gain.value * cand.r
-    cand.figures = serve(p, gpu, lay, concurrency=concurrency, prompt_len=query.prompt_len, output_len=query.output_len,
-                         slots=slots, gain=gain, notes=notes)  # fmt: skip
+    split = pp_split(lay.tp, query.gpus_per_node) if lay.dp == 1 else None
+    if split is not None:  # multi-node: priced (and later rendered) as TP per node x PP across nodes
+        cand.figures = pp_serve(p, gpu, split[0], split[1], concurrency=concurrency, prompt_len=query.prompt_len,
+                                output_len=query.output_len, slots=slots, gain=gain, notes=notes)  # fmt: skip
+    else:
+        cand.figures = serve(p, gpu, lay, concurrency=concurrency, prompt_len=query.prompt_len, output_len=query.output_len,
+                             slots=slots, gain=gain, notes=notes)  # fmt: skip
     return cand

@@ -148,6 +148,7 @@ def render_k8s(target: Target, decision: Decision, *, version: str = DEFAULT_VER
     major_minor = _check_version(version)
     imgs = images(decision, major_minor, image)
     lay = multinode.layout(decision, gpus_per_node or multinode.DEFAULT_GPUS_PER_NODE)
+    multinode.check_speculation(decision, lay, major_minor)
     if lay is not None:
         decision, target = multinode.apply(decision, target, lay)
     ctx = {**_context(target, decision, major_minor, imgs=imgs, gpu=gpu, gpus=decision.tensor_parallel_size * decision.data_parallel_size),

@@ -148,6 +148,7 @@ def render_target(target: Target, decision: Decision, *, version: str = DEFAULT_
     major_minor = _check_version(version)
     env = _environment(major_minor)
     lay = multinode.layout(decision, gpus_per_node or multinode.DEFAULT_GPUS_PER_NODE)
+    multinode.check_speculation(decision, lay, major_minor)
     if lay is not None:
         decision, target = multinode.apply(decision, target, lay)
     args = serve_args(target, decision, major_minor)

@@ -61,6 +61,22 @@ def layout(decision: Decision, gpus_per_node: int = DEFAULT_GPUS_PER_NODE) -> La
     return Layout(tp=gpus_per_node, pp=nodes, nodes=nodes, gpus_per_node=gpus_per_node)
 
 
+def check_speculation(decision: Decision, lay: Layout | None, version: str) -> None:
+    """Never render a speculative method with PP that ``version`` is not known to run
+    (advisor.vllm_facts pp_speculative_methods, with its sources)."""
+    from advisor.vllm_facts import facts
+
+    method = decision.speculative_method
+    if lay is None or method is None or method in facts(version).pp_speculative_methods:
+        return
+    raise UsageError(
+        f"{method} decoding with pipeline parallelism (TP {lay.tp} x PP {lay.pp} over {lay.nodes} nodes) is not known to "
+        f"work in vLLM {version} (vLLM issue #57755: speculative decoding with PP fails to boot; PR #55623: only EAGLE3 "
+        "is known to work with PP): recommend prices this layout without speculation; drop --k, or fit the replica in "
+        "one node (--gpus / --gpus-per-node)"
+    )
+
+
 def apply(decision: Decision, target: Target, lay: Layout) -> tuple[Decision, Target]:
     """The head node's decision (TP per node) and target (PP and the Ray backend added)."""
     return (decision.model_copy(update={"tensor_parallel_size": lay.tp}),
