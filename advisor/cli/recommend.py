@@ -49,7 +49,7 @@ def build_recommendation(model: str, opts, gpus_per_node: int | None = None, **c
         raise UsageError(f"--tp {tp} needs {tp} GPUs but the host has {host.gpus}; lower --tp or raise --gpus")
     from advisor.cli.common import replay_progress
 
-    on_progress, prog = replay_progress(corpus is not None and Path(corpus).expanduser().is_file() and sys.stderr.isatty())
+    on_progress, prog = replay_progress(corpus is not None and not corpus.startswith("~") and Path(corpus).is_file() and sys.stderr.isatty())
     fallback = tokenizer is None  # a --tokenizer the user named is never substituted
     from advisor.rules.policy import load_policy
 

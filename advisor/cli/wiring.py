@@ -25,7 +25,12 @@ def workload_for(corpus: str | None, concurrency: int, tokenizer: str, k: int, *
         return Workload(concurrency=concurrency)
     if corpus in SEED_CORPORA:
         return Workload(corpus=corpus, concurrency=concurrency)
-    path = Path(corpus).expanduser()
+    try:
+        path = Path(corpus).expanduser()
+    except RuntimeError:  # ~user of no such user
+        from advisor.errors import UsageError as _Usage
+
+        raise _Usage(f"--corpus {corpus!r}: no such user's home directory") from None
     if not path.is_file():
         raise UsageError(f"--corpus {corpus!r} is neither a seed corpus ({', '.join(SEED_CORPORA)}) nor a file")
     from advisor.kbar.estimate import estimate_kbar

@@ -218,6 +218,8 @@ def load_host(path: Path) -> HostFingerprint:
     Also accepts a probe record that carries one under ``"host"``.
     Raises UsageError when the file cannot be read, DataError when it is not a fingerprint.
     """
+    if Path(path).exists() and not Path(path).is_file():  # a FIFO would block the read, a directory is not a file
+        raise UsageError(f"{path} is not a regular file: give a fingerprint written by `advisor host --save FILE`")
     try:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as exc:

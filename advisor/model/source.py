@@ -46,9 +46,30 @@ def _read_json(path: Path) -> dict:
         raise ConfigError(f"{path} is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
     except RecursionError:
         raise ConfigError(f"{path} nests arrays or objects too deeply to be a model config") from None
+    except ValueError as exc:  # e.g. an integer of more than 4,300 digits (Python's int-string limit)
+        raise ConfigError(f"{path} is not a model config: {str(exc)[:200]}") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{path} must hold a JSON object, found {type(data).__name__}")
+    check_shape(data, str(path))
     return data
+
+
+MAPPING_FIELDS = ("text_config", "vision_config", "audio_config", "quantization_config", "rope_scaling", "compression_config",
+                  "llm_config", "language_config")  # fmt: skip
+"""config.json fields that transformers and vLLM read as objects (or null)."""
+
+
+def check_shape(data: dict, where: str) -> None:
+    """ConfigError for a config.json whose containers have another type than every reader assumes:
+    ``architectures`` a list of names, the sub-configs objects (also one level down, in text_config)."""
+    arch = data.get("architectures")
+    if arch is not None and not (isinstance(arch, list) and all(isinstance(a, str) for a in arch)):
+        raise ConfigError(f"{where}: architectures must be a list of class names, found {json.dumps(arch)[:80]}")
+    for key in MAPPING_FIELDS:
+        if data.get(key) is not None and not isinstance(data[key], dict):
+            raise ConfigError(f"{where}: {key} must be an object (or null), found {type(data[key]).__name__}")
+    if isinstance(data.get("text_config"), dict):
+        check_shape(data["text_config"], f"{where} text_config")
 
 
 CARD_FAMILIES = ("instruct", "reasoning", "reasoning-distill", "base")
@@ -88,7 +109,10 @@ def _looks_like_path(model: str) -> bool:
 
 
 def _from_path(model: str) -> ResolvedConfig:
-    path = Path(model).expanduser()
+    try:
+        path = Path(model).expanduser()
+    except RuntimeError:  # ~user of no such user
+        raise ModelNotFoundError(f"{model!r}: no such user's home directory (pass a model directory, a config.json, or a Hugging Face id)") from None
     if not path.exists():
         raise ModelNotFoundError(f"{model}: no such file or directory (pass a model directory, a config.json, or a Hugging Face id)")
     if path.is_dir():

@@ -96,7 +96,10 @@ class CampaignResult(BaseModel):
 
 def server_program(server_cmd: str) -> list[str]:
     """Program prefix that takes the model next: ``vllm serve`` as is, anything else with ``--model``."""
-    prefix = shlex.split(server_cmd)
+    try:
+        prefix = shlex.split(server_cmd)
+    except ValueError as exc:
+        raise UsageError(f"--server-cmd {server_cmd!r}: {exc} (quote it as in a shell)") from None
     if not prefix:
         raise UsageError("--server-cmd is empty")
     return prefix if prefix[-1] in ("serve", "--model") else [*prefix, "--model"]

@@ -65,7 +65,10 @@ class Target(BaseModel):
 def serve_model(model: str) -> str:
     """A model given as a local path becomes absolute (a config.json path becomes its folder);
     anything else (a hub id) is kept as given."""
-    path = Path(model).expanduser()
+    try:
+        path = Path(model).expanduser()
+    except RuntimeError:
+        return model
     if model and path.exists():
         path = path.resolve()
         return str(path.parent if path.is_file() else path)
