@@ -6,7 +6,8 @@
 #     parser and the end-to-end probe tests against a real server on 127.0.0.1, and beside it the
 #     vllm 0.26.0 / 0.33.0 wheels without dependencies (scripts/setup_vllm_parsers.sh) for theirs;
 #   - a separate venv with docker-compose 1.29.2 (scripts/setup_compose_venv.sh), the Compose validator;
-#   - shellcheck and chromium (headless, for advisor report's page), when apt can install them;
+#   - shellcheck, systemd (systemd-analyze, systemd --test), util-linux (setpriv) and chromium (headless, for
+#     advisor report's page), when apt can install them;
 # then runs ruff (advisor/, tests/, scripts/) and pytest. Extra arguments go to pytest (e.g. `-m e2e`, `-k render`).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -44,6 +45,17 @@ if ! command -v shellcheck >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1
     step "shellcheck"
     (apt-get install -y -qq shellcheck >/dev/null 2>&1 || { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq shellcheck >/dev/null 2>&1; }) \
         || echo "shellcheck unavailable: its tests will be skipped" >&2
+fi
+
+if ! { command -v systemd-analyze >/dev/null 2>&1 && command -v setpriv >/dev/null 2>&1; } \
+    && command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+    step "systemd (systemd-analyze verify/security, systemd --test: the unit tests) and util-linux (setpriv)"
+    (apt-get install -y -qq --no-install-recommends systemd util-linux >/dev/null 2>&1 \
+        || { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq --no-install-recommends systemd util-linux >/dev/null 2>&1; }) \
+        || echo "systemd unavailable: the unit tests will be skipped" >&2
+fi
+if [ "$(ps -o comm= -p 1 2>/dev/null)" != systemd ]; then
+    echo "note: PID 1 is not systemd here: tests/test_unit_boot.py (boots the rendered unit) will be skipped" >&2
 fi
 
 if ! { command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1; } \

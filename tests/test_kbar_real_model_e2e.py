@@ -69,6 +69,7 @@ def _corpus(tmp_path: Path) -> Path:
 
 def _probe(model: Path, corpus: Path, configs: str, tmp_path: Path) -> tuple[dict, Path]:
     responses = tmp_path / "own.jsonl"
+    (tmp_path / "absent.toml").write_text("")  # an empty settings file: ADVISOR_CONFIG naming a missing one is an error
     env = {**os.environ, "PYTHONPATH": str(ROOT), "ADVISOR_CONFIG": str(tmp_path / "absent.toml"), "VLLM_CPU_KVCACHE_SPACE": "1"}
     cmd = [
         sys.executable, "-m", "advisor", "--data-dir", str(tmp_path / "data"), "probe", str(model),
