@@ -85,6 +85,13 @@ def _cases(tmp: Path):
         (d / "config.json").write_bytes(raw)
         yield f"config shape {name}", ["inspect", str(d)], {}, None
         yield f"config shape {name} (as a file)", ["inspect", str(d / "config.json")], {}, None
+    for name in ("esc\x1b]0;title\x07", "bidi\u202eexe", "csi\x1b[2J"):
+        d = folder("named")
+        named = d / name
+        named.mkdir()
+        (named / "config.json").write_text(json.dumps(_llama()))
+        yield f"model dir {name!r}", ["inspect", str(named)], {}, None
+        yield f"model dir {name!r} recommend", ["recommend", str(named), *HOST], {}, None
     fifo_model = folder("fifo-model")
     os.mkfifo(fifo_model / "config.json")
     yield "config.json is a FIFO", ["inspect", str(fifo_model)], {}, None
@@ -330,8 +337,8 @@ def test_hostile_corpus(run_cli, tmp_path, monkeypatch):
                     signal.alarm(0)
             if code == 70 or code not in DOCUMENTED or "Traceback" in err or "internal error" in err:
                 failures.append(f"{label}: exit {code}: {err.strip().splitlines()[-1:] if err.strip() else ''}")
-            if "\x1b" in err:
-                failures.append(f"{label}: ESC reached the terminal: {err[:200]!r}")
+            if "\x1b" in err or "\x1b" in out or "\u202e" in out:
+                failures.append(f"{label}: ESC or a bidi control reached the terminal: {(err + out)[:200]!r}")
             if check is not None:
                 problem = _check_outputs(*check, code)
                 if problem:

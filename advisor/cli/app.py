@@ -63,6 +63,8 @@ def main(argv: list[str] | None = None) -> int:
     """Console-script entry point. Returns the exit code (also used by tests)."""
     click_error, click_abort, click_exit = _click_types()
     args = sys.argv[1:] if argv is None else argv
+    real_stdout = sys.stdout
+    sys.stdout = _Inert(real_stdout)  # a model id, path or server text never drives the terminal
     try:
         rv = app(args=args, prog_name="advisor", standalone_mode=False)
     except AdvisorError as exc:
@@ -99,7 +101,30 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"error: internal error: {type(exc).__name__}: {printable(exc)} (rerun with ADVISOR_DEBUG=1 for the traceback and report it)", file=sys.stderr)
         return 70
+    finally:
+        sys.stdout = real_stdout
     return rv if isinstance(rv, int) else 0
+
+
+class _Inert:
+    """stdout with control and bidi characters made visible (advisor.errors.printable); newlines
+    and tabs pass. JSON output is unchanged (json.dumps already escapes them)."""
+
+    def __init__(self, stream) -> None:
+        self._stream = stream
+
+    def write(self, text) -> int:
+        if isinstance(text, (bytes, bytearray)):  # click writes bytes to a stream it cannot classify
+            self._stream.write(printable(bytes(text).decode("utf-8", "replace")))
+        else:
+            self._stream.write(printable(text))
+        return len(text)
+
+    def isatty(self) -> bool:
+        return False  # so that no library colours its output with the very escapes this removes
+
+    def __getattr__(self, name: str):
+        return getattr(self._stream, name)
 
 
 if __name__ == "__main__":  # pragma: no cover
