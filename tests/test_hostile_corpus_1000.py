@@ -160,27 +160,34 @@ def _cases(tmp: Path):
     # --- user rules directories ------------------------------------------------------------------
     rule = "rules:\n  - id: {id}\n    priority: 100\n    when: {when}\n    then: {{speculation: open}}\n    rationale: r\n    source: s\n"
     rules = {
-        "catastrophic-regex": rule.format(id="evil", when="{model_id: {matches: '^(a+)+$'}}"),
-        "catastrophic-regex-2": rule.format(id="evil2", when="{model_id: {matches: '(x+x+)+y'}}"),
-        "bad-regex": rule.format(id="bad", when="{model_id: {matches: '('}}"),
+        "catastrophic-regex": rule.format(id="evil", when="{model.id: {matches: '(a+)+$'}}"),
+        "catastrophic-regex-2": rule.format(id="evil2", when="{model.id: {matches: '(x+x+)+y'}}"),
+        "catastrophic-regex-3": rule.format(id="evil3", when="{model.id: {matches: '(a|aa)+$'}}"),
+        "bad-regex": rule.format(id="bad", when="{model.id: {matches: '('}}"),
         "unknown-fact": rule.format(id="u", when="{nonexistent_fact: {eq: 1}}"),
-        "empty-condition": rule.format(id="e", when="{model_id: {}}"),
+        "empty-condition": rule.format(id="e", when="{model.id: {}}"),
         "not-a-mapping": "- a\n- b\n",
         "no-rules": "x: 1\n",
         "rules-not-list": "rules: 5\n",
         "rule-not-mapping": "rules: [5]\n",
         "yaml-error": "rules: [\n",
         "deep": "rules: " + "[" * 3000 + "]" * 3000 + "\n",
-        "huge-priority": rule.format(id="p", when="{gpus: {gte: 1}}").replace("priority: 100", "priority: 1e400"),
-        "nan-bound": rule.format(id="n", when="{gpus: {gte: .nan}}"),
-        "two-ops": rule.format(id="t", when="{gpus: {gte: 1, eq: 2}}"),
-        "dup-ids": rule.format(id="d", when="{gpus: {gte: 1}}") + rule.format(id="d", when="{gpus: {gte: 1}}").replace("rules:\n", ""),
-        "escape-id": rule.format(id="'\x1b[31mred'", when="{gpus: {gte: 1}}"),
+        "huge-priority": rule.format(id="p", when="{host.gpus: {gte: 1}}").replace("priority: 100", "priority: 1e400"),
+        "nan-bound": rule.format(id="n", when="{host.gpus: {gte: .nan}}"),
+        "two-ops": rule.format(id="t", when="{host.gpus: {gte: 1, eq: 2}}"),
+        "dup-ids": rule.format(id="d", when="{host.gpus: {gte: 1}}") + rule.format(id="d", when="{host.gpus: {gte: 1}}").replace("rules:\n", ""),
+        "escape-id": rule.format(id="'\x1b[31mred'", when="{host.gpus: {gte: 1}}"),
     }  # fmt: skip
+    near_miss = []
+    for name in ("a" * 40 + "!", "x" * 40):  # model ids on which the catastrophic patterns backtrack
+        d = folder("near-miss") / name
+        d.mkdir()
+        (d / "config.json").write_text(json.dumps(_llama()))
+        near_miss.append(str(d))
     for name, text in rules.items():
         d = folder("rules")
         (d / "user.yaml").write_text(text)
-        for model in (M, "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa!", "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"):
+        for model in (M, *near_miss):
             yield f"rules {name} on {model[:10]}", ["--rules-dir", str(d), "recommend", model, *HOST], {}, None
     d = folder("rules-fifo")
     os.mkfifo(d / "blocks.yaml")
