@@ -16,7 +16,6 @@ import signal
 import sqlite3
 from pathlib import Path
 
-import pytest
 
 from tests.render_helpers.corpus import HOSTILE
 
