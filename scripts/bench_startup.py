@@ -23,6 +23,8 @@ COMMANDS = {
     "python -c pass (floor)": [sys.executable, "-c", "pass"],
     "advisor inspect --json": ["advisor", "inspect", "meta-llama/Llama-3.1-70B", "--json"],
     "advisor recommend --json": ["advisor", "recommend", "meta-llama/Llama-3.1-70B", "--gpu", "B200", "--gpus", "8", "--json"],
+    "advisor recommend --max-tpot-ms --json": ["advisor", "recommend", "meta-llama/Llama-3.1-70B-Instruct", "--gpu", "H200",
+                                               "--gpus", "8", "--max-tpot-ms", "30", "--max-ttft-ms", "1000", "--json"],
 }
 
 

@@ -148,6 +148,10 @@ LAYOUT_CASES: dict[str, Decision] = {
     "ngram_k8_lookup2_4": Decision(speculative_method="ngram", num_speculative_tokens=8,
                                    ngram=NgramParams(prompt_lookup_min=2, prompt_lookup_max=4)),
     "mtp_k1": Decision(speculative_method="mtp", num_speculative_tokens=1, tensor_parallel_size=8),
+    # the operating point (issue 23): batch values and a K schedule by batch size
+    "ngram_schedule_batch": Decision(speculative_method="ngram", num_speculative_tokens=4, max_num_seqs=256,
+                                     max_num_batched_tokens=8192,
+                                     num_speculative_tokens_per_batch_size=[(1, 32, 4), (33, 256, 0)]),
 }  # fmt: skip
 SERVED = "llama 70b (prod)"
 
@@ -256,3 +260,7 @@ def test_vllm_accepts_searched_layouts_and_methods(parsed: dict[str, dict], case
     if d.speculative_method == "ngram":  # the window as given, or vLLM's own default (advisor.vllm_facts)
         sv = v["spec_validated"]
         assert (sv["prompt_lookup_min"], sv["prompt_lookup_max"]) == (d.ngram.prompt_lookup_min, d.ngram.prompt_lookup_max)
+    if d.max_num_batched_tokens:
+        assert (v["max_num_seqs"], v["max_num_batched_tokens"]) == (d.max_num_seqs, d.max_num_batched_tokens)
+    if d.num_speculative_tokens_per_batch_size and d.speculative_method != "mtp":
+        assert v["spec_validated"]["num_speculative_tokens_per_batch_size"] == [list(e) for e in d.num_speculative_tokens_per_batch_size]

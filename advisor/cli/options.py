@@ -15,7 +15,12 @@ CORPUS = typer.Option(
     help="Traffic: a seed corpus name (sharegpt, wildchat, lmsys, humaneval, mbpp, swebench, mix) or a trace file (K̄ is measured from it).",
 )  # fmt: skip
 TOKENIZER = typer.Option(None, "--tokenizer", help="Tokenizer for a --corpus file (default: the model's).")
-CONCURRENCY = typer.Option(32, "--concurrency", min=1, help="Requests in flight.")
+DEFAULT_CONCURRENCY = 32
+"""Requests in flight assumed when --concurrency is not given and no limit asks for the operating point."""
+CONCURRENCY = typer.Option(
+    None, "--concurrency", min=1,
+    help=f"Requests in flight: your load (default {DEFAULT_CONCURRENCY}; with --max-tpot-ms/--max-ttft-ms and no --concurrency the search chooses the load, max_num_seqs and max_num_batched_tokens).",
+)  # fmt: skip
 MAX_MODEL_LEN = typer.Option(None, "--max-model-len", min=16, help="Longest prompt+output (default: what the rules set, else the model's context; capped at the model's context).")
 K = typer.Option(None, "--k", min=1, max=64, help="num_speculative_tokens when suffix is chosen (default: what the rules set, else rules/policy/decider.yaml's).")
 GMU = typer.Option(None, "--gmu", min=0.05, max=0.99,
@@ -38,6 +43,8 @@ HTML = typer.Option(
 OBJECTIVE = typer.Option("throughput", "--objective", help="What the layout search optimises: throughput (host output tok/s) or latency (shortest request: TTFT + output-len x TPOT).", rich_help_panel="Layout search")
 MAX_TPOT_MS = typer.Option(None, "--max-tpot-ms", min=0.001, help="Only configurations predicted at or under this time per output token (ms).", rich_help_panel="Layout search")
 MAX_TTFT_MS = typer.Option(None, "--max-ttft-ms", min=0.001, help="Only configurations predicted at or under this time to first token (ms).", rich_help_panel="Layout search")
+REQUEST_RATE = typer.Option(None, "--request-rate", min=0.001, help="Requests per second to serve (open loop): the fewest GPUs that serve it within --max-tpot-ms/--max-ttft-ms.", rich_help_panel="Layout search")
+KV_CACHE_DTYPE = typer.Option("auto", "--kv-cache-dtype", help="KV cache dtype: auto (the model's, vLLM's default), fp8 (half the bytes; numerics change) or search (both, the faster wins).", rich_help_panel="Layout search")
 PROMPT_LEN = typer.Option(1024, "--prompt-len", min=1, help="Prompt tokens per request the figures are predicted for.", rich_help_panel="Layout search")
 OUTPUT_LEN = typer.Option(512, "--output-len", min=1, help="Output tokens per request the figures are predicted for.", rich_help_panel="Layout search")
 VLLM_VERSION = typer.Option(
@@ -49,12 +56,13 @@ VLLM_VERSION = typer.Option(
 
 SHARED = (
     ("gpu", "str | None", GPU), ("gpus", "int | None", GPUS), ("tp", "int | None", TP), ("corpus", "str | None", CORPUS),
-    ("tokenizer", "str | None", TOKENIZER), ("concurrency", "int", CONCURRENCY), ("max_model_len", "int | None", MAX_MODEL_LEN),
+    ("tokenizer", "str | None", TOKENIZER), ("concurrency", "int | None", CONCURRENCY), ("max_model_len", "int | None", MAX_MODEL_LEN),
     ("k", "int | None", K), ("gmu", "float | None", GMU), ("objective", "str", OBJECTIVE),
     ("max_tpot_ms", "float | None", MAX_TPOT_MS), ("max_ttft_ms", "float | None", MAX_TTFT_MS),
     ("prompt_len", "int", PROMPT_LEN), ("output_len", "int", OUTPUT_LEN), ("vllm_version", "str | None", VLLM_VERSION),
     ("probe", "bool", PROBE), ("probe_duration", "float", PROBE_DURATION), ("probe_requests", "int | None", PROBE_REQUESTS),
     ("server_cmd", "str", SERVER_CMD), ("ngram_k", "int | None", NGRAM_K), ("ngram_lookup", "str | None", NGRAM_LOOKUP),
+    ("request_rate", "float | None", REQUEST_RATE), ("kv_cache_dtype", "str", KV_CACHE_DTYPE),
 )  # fmt: skip
 """The options ``recommend``, ``render`` and ``report`` share: one place to add a flag (name, type, Option)."""
 

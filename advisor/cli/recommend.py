@@ -27,7 +27,8 @@ def build_recommendation(model: str, opts, gpus_per_node: int | None = None, **c
     concurrency, max_model_len, k, gmu = opts.concurrency, opts.max_model_len, opts.k, opts.gmu
     vllm_version = vllm_choice(opts.vllm_version).version
     query = layout_query(opts.objective, opts.max_tpot_ms, opts.max_ttft_ms, opts.prompt_len, opts.output_len,
-                         opts.ngram_k, opts.ngram_lookup)  # fmt: skip
+                         opts.ngram_k, opts.ngram_lookup, concurrency_given=concurrency is not None,
+                         request_rate=opts.request_rate, kv_cache_dtype=opts.kv_cache_dtype)  # fmt: skip
     from advisor.vllm_facts import facts
 
     # Multi-node replicas: priced as TP per node x PP, and only with speculation this vLLM runs under PP.
@@ -41,6 +42,8 @@ def build_recommendation(model: str, opts, gpus_per_node: int | None = None, **c
     from advisor.rules.loader import load_rules
 
     s = settings()
+    if concurrency is None:
+        concurrency = o.DEFAULT_CONCURRENCY
     profile = load_profile(model, s)
     host = resolve_host(s, gpu, gpus)
     if vllm_version is not None:
@@ -204,7 +207,8 @@ def recommend_cmd(model: str = model_arg(), opts: o.RecommendOptions = None, htm
 
 
 def layout_query(objective: str, max_tpot_ms, max_ttft_ms, prompt_len: int, output_len: int,
-                 ngram_k: int | None = None, ngram_lookup: str | None = None):  # fmt: skip
+                 ngram_k: int | None = None, ngram_lookup: str | None = None, *, concurrency_given: bool = True,
+                 request_rate: float | None = None, kv_cache_dtype: str = "auto"):  # fmt: skip
     """The layout search's options (advisor.plan.layout.LayoutQuery), checked."""
     from advisor.plan.layout import LayoutQuery
 
@@ -216,8 +220,13 @@ def layout_query(objective: str, max_tpot_ms, max_ttft_ms, prompt_len: int, outp
         if len(parts) != 2 or not all(x.strip().isdigit() and int(x) >= 1 for x in parts) or int(parts[0]) > int(parts[1]):
             raise UsageError(f"--ngram-lookup {ngram_lookup!r}: give MIN:MAX with 1 <= MIN <= MAX (e.g. 2:5)")
         window = (int(parts[0]), int(parts[1]))
-    return LayoutQuery(objective=objective, max_tpot_ms=max_tpot_ms, max_ttft_ms=max_ttft_ms,
-                       prompt_len=prompt_len, output_len=output_len, ngram_k=ngram_k, ngram_lookup=window)  # fmt: skip
+    if kv_cache_dtype not in ("auto", "fp8", "search"):
+        raise UsageError(f"--kv-cache-dtype {kv_cache_dtype!r}: choose auto, fp8 or search")
+    if request_rate is not None and concurrency_given:
+        raise UsageError("--request-rate and --concurrency both give the load: pass one of them")
+    return LayoutQuery(objective=objective, max_tpot_ms=max_tpot_ms, max_ttft_ms=max_ttft_ms, prompt_len=prompt_len,
+                       output_len=output_len, ngram_k=ngram_k, ngram_lookup=window, concurrency_given=concurrency_given,
+                       request_rate=request_rate, kv_cache_dtype=kv_cache_dtype)  # fmt: skip
 
 
 def recommend_maybe_probe(model: str, opts, *, quiet: bool, gpus_per_node: int | None = None):

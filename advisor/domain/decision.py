@@ -74,6 +74,14 @@ class Decision(BaseModel):
     """Longest prompt + output a request may have."""
     max_num_seqs: int | None = Field(default=None, ge=1)
     """Most sequences in one batch; None leaves vLLM's default."""
+    max_num_batched_tokens: int | None = Field(default=None, ge=1)
+    """Token budget of one engine step (chunked prefill fills what decode leaves); None leaves vLLM's default."""
+    num_speculative_tokens_per_batch_size: list[tuple[int, int, int]] | None = None
+    """K by batch size, ``[(lo, hi, K), …]`` with inclusive ranges from 1 and K 0 for no drafts
+    (vLLM SpeculativeConfig.num_speculative_tokens_per_batch_size; advisor.vllm_facts spec_schedule)."""
+    kv_cache_dtype: Literal["auto", "fp8"] = "auto"
+    """``--kv-cache-dtype``: ``auto`` stores the KV cache in the model's dtype (vLLM's default), ``fp8`` in
+    8 bits (vllm/config/cache.py CacheDType), half the bytes per token in memory and in decode reads."""
     cudagraph_mode: CudagraphMode = "FULL_AND_PIECEWISE"
     """CUDA graph capture mode passed through ``--compilation-config``."""
     dsa_env: bool = False
@@ -94,6 +102,19 @@ class Decision(BaseModel):
             )
         if self.speculative_method is not None and self.num_speculative_tokens is None:
             raise ValueError(f"speculative_method={self.speculative_method!r} needs num_speculative_tokens (e.g. 32)")
+        sched = self.num_speculative_tokens_per_batch_size
+        if sched is not None:
+            if self.speculative_method is None:
+                raise ValueError("num_speculative_tokens_per_batch_size needs a speculative_method")
+            # vllm/v1/spec_decode/dynamic/utils.py validate: sorted, non-overlapping ranges from 1, K >= 0
+            prev = 0
+            for lo, hi, k in sched:
+                if lo != prev + 1 or hi < lo or k < 0:
+                    raise ValueError(f"num_speculative_tokens_per_batch_size {sched}: ranges must run 1..N without gaps, K >= 0")
+                prev = hi
+        if self.max_num_batched_tokens is not None and self.max_num_seqs is not None and self.max_num_batched_tokens < self.max_num_seqs:
+            # vllm/config/scheduler.py:328-333 (0.32.0)
+            raise ValueError(f"max_num_batched_tokens {self.max_num_batched_tokens} must be >= max_num_seqs {self.max_num_seqs}")
         return self
 
     def speculative_config(self) -> dict | None:
@@ -101,6 +122,8 @@ class Decision(BaseModel):
         if self.speculative_method is None:
             return None
         cfg: dict = {"method": self.speculative_method, "num_speculative_tokens": self.num_speculative_tokens}
+        if self.num_speculative_tokens_per_batch_size is not None:
+            cfg["num_speculative_tokens_per_batch_size"] = [list(e) for e in self.num_speculative_tokens_per_batch_size]
         if self.speculative_method == "ngram":
             if self.ngram != NgramParams():
                 cfg.update(self.ngram.model_dump())

@@ -113,7 +113,9 @@ class MeasuredNear(BaseModel):
 
 LAYOUT_FIGURES = ("throughput_tok_s", "tpot_ms", "ttft_ms", "step_ms", "prefill_ms", "speculative_gain",
                   "running_per_replica", "waiting_per_replica", "layout", "method", "objective", "prompt_len",
-                  "output_len", "figure_notes")  # fmt: skip
+                  "output_len", "figure_notes", "tok_s_per_gpu", "tok_s_per_user", "max_num_seqs", "max_num_batched_tokens",
+                  "offered_concurrency", "request_rate", "ttft_unloaded_ms", "ttft_prefill_wait_ms", "ttft_slot_wait_ms",
+                  "gpus_used", "spec_schedule", "schedule_reason")  # fmt: skip
 """The layout search's figures of the chosen candidate (advisor.plan.layout_wiring.absolute_prediction);
 present in ``--json`` only once the search has run."""
 
@@ -155,6 +157,23 @@ class RecommendedPrediction(Prediction):
     prompt_len: int | None = None
     output_len: int | None = None
     figure_notes: list[str] | None = None
+    tok_s_per_gpu: float | None = None
+    """Output tokens per second per GPU the chosen configuration uses (throughput_tok_s / TP x DP)."""
+    tok_s_per_user: float | None = None
+    """Output tokens per second one user sees (1000 / TPOT ms)."""
+    max_num_seqs: int | None = None
+    max_num_batched_tokens: int | None = None
+    offered_concurrency: int | None = None
+    """Requests in flight over the host the figures are at (the user's --concurrency, or the chosen load)."""
+    request_rate: float | None = None
+    """Requests per second over the host the figures are at (--request-rate), or the closed loop's rate."""
+    ttft_unloaded_ms: float | None = None
+    """Lower bound of TTFT: one prompt prefilled alone and one decode step (ttft_ms is under the load)."""
+    ttft_prefill_wait_ms: float | None = None
+    ttft_slot_wait_ms: float | None = None
+    gpus_used: int | None = None
+    spec_schedule: list[list[int]] | None = None
+    schedule_reason: str | None = None
 
     @model_serializer(mode="wrap")
     def _figures_once_searched(self, handler):

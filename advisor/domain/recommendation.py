@@ -46,3 +46,7 @@ class Recommendation(BaseModel):
     candidates: list[dict] = Field(default_factory=list)
     """Layout search (issue 15, advisor.plan.layout_wiring): every searched layout x speculative method,
     best first, with predicted figures and why each lost."""
+    pareto: list[dict] = Field(default_factory=list)
+    """The operating-point search's frontier (advisor.plan.operating_point.pareto): tok/s per user against
+    tok/s per GPU over every searched point, best per user first, the chosen one marked; empty without
+    --max-tpot-ms / --max-ttft-ms / --request-rate."""

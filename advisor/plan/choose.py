@@ -42,10 +42,14 @@ def request_latency_ms(c: Candidate, output_len: int) -> float:
     return c.figures.ttft_ms.value + output_len * c.figures.tpot_ms.value
 
 
-def rank_key(objective: Objective, output_len: int):
+def rank_key(objective: Objective, output_len: int, per_gpu: bool = False):
     # Ties (MoE with DP: EP and expert-TP predict alike) go to EP, vLLM's documented wide-EP layout.
     if objective == "latency":
         return lambda c: (request_latency_ms(c, output_len), c.figures.tpot_ms.value, not c.layout.ep)
+    if per_gpu:  # the operating point (advisor.plan.operating_point): output tok/s per GPU the configuration uses;
+        # at a tie a K schedule (plain decoding's figures at the peak, drafts below it) beats a fixed plain one
+        return lambda c: (round(-c.figures.throughput_tok_s.value / c.layout.gpus, 1), c.figures.tpot_ms.value,
+                          c.spec_schedule is None, not c.layout.ep)  # fmt: skip
     return lambda c: (-c.figures.throughput_tok_s.value, c.figures.tpot_ms.value, not c.layout.ep)
 
 
@@ -54,6 +58,8 @@ def _policy_reason(c: Candidate, policy: str, bands: Bands) -> str | None:
     if c.method == "suffix":
         if policy == "forbidden":
             return "the rules (or a probe on this host) forbid suffix decoding here"
+        if c.load_guard and policy != "required":
+            return c.load_guard  # above the load suffix was measured at (advisor.plan.operating_point)
         need = bands.needed(policy)
         if need is not None and c.p_win is not None:
             low = c.p_win <= need if bands.strict(policy) else c.p_win < need
@@ -66,6 +72,8 @@ def _policy_reason(c: Candidate, policy: str, bands: Bands) -> str | None:
 
 def _sla_reason(c: Candidate, q: LayoutQuery) -> str | None:
     f = c.figures
+    if getattr(f, "stable", True) is False:  # advisor.predict.serving.LoadedFigures under --request-rate
+        return f"request rate {q.request_rate:g}/s exceeds what {c.layout.label()} serves ({f.limit})"
     if q.max_tpot_ms and f.tpot_ms.value > q.max_tpot_ms:
         return f"TPOT {f.tpot_ms.value:.1f} ms > --max-tpot-ms {q.max_tpot_ms:g}"
     if q.max_ttft_ms and f.ttft_ms.value > q.max_ttft_ms:
@@ -128,15 +136,21 @@ def choose(cands: list[Candidate], *, policy: str, rule: str | None, query: Layo
     # default_on / default_off: a qualifying suffix candidate keeps plain decoding off (docs/architecture.md)
     keeper = None
     if effective in ("default_on", "default_off"):
-        keeper = min((c for c in scored if c.method == "suffix" and c.eligible), key=rank_key(query.objective, query.output_len),
-                     default=None)  # fmt: skip
+        keeper = min((c for c in scored if c.method == "suffix" and c.eligible),
+                     key=rank_key(query.objective, query.output_len, query.operating_point), default=None)  # fmt: skip
         if keeper is not None:
+            # Under the operating-point search a plain candidate at a batch no qualifying suffix candidate
+            # reaches (the limits or suffix's measured load stop it) is another operating point, not the
+            # same deployment without suffix: it competes on tok/s per GPU (advisor.plan.operating_point).
+            reach = max(x.figures.running_per_replica for x in scored if x.method == "suffix" and x.eligible)
             for c in scored:
                 if c.method == "none" and c.eligible:
+                    if query.operating_point and c.figures.running_per_replica > reach:
+                        continue
                     c.eligible = False
                     c.why_not = (f"plain decoding is not launched while a suffix candidate qualifies under the rules' "
                                  f"{effective} policy ({keeper.label()}: P(win)={keeper.p_win:.2f})")  # fmt: skip
-    key = rank_key(query.objective, query.output_len)
+    key = rank_key(query.objective, query.output_len, query.operating_point)
     elig = [c for c in scored if c.eligible]
     sla_met = None if not (query.max_tpot_ms or query.max_ttft_ms) else True
     missed = None

@@ -55,6 +55,24 @@ class LayoutQuery(BaseModel):
     """A replica of more GPUs runs TP inside a node x PP across nodes (advisor.render.multinode)."""
     pp_speculative_methods: tuple[str, ...] = ()
     """Speculative methods the target vLLM runs with PP (advisor.vllm_facts; none known today)."""
+    concurrency_given: bool = True
+    """False when the user gave no --concurrency: with a limit, the operating point offers the load too."""
+    kv_cache_dtype: Literal["auto", "fp8", "search"] = "auto"
+    """--kv-cache-dtype: the KV cache's dtype, or ``search`` for both (fp8 changes numerics: opt-in)."""
+    request_rate: float | None = Field(default=None, gt=0)
+    """--request-rate: requests per second over the host (open loop); the fewest GPUs that serve it are sought."""
+
+    @property
+    def operating_point(self) -> bool:
+        """Whether max_num_seqs x max_num_batched_tokens (x offered load) is searched (advisor.plan.operating_point)."""
+        return self.request_rate is not None or self.max_tpot_ms is not None or self.max_ttft_ms is not None
+
+    def point_query(self, concurrency: int):
+        from advisor.plan.operating_point import PointQuery
+
+        return PointQuery(prompt_len=self.prompt_len, output_len=self.output_len, max_tpot_ms=self.max_tpot_ms,
+                          max_ttft_ms=self.max_ttft_ms, request_rate=self.request_rate,
+                          concurrency=concurrency if self.concurrency_given and self.request_rate is None else None)  # fmt: skip
 
 
 class Candidate(BaseModel):
@@ -66,6 +84,18 @@ class Candidate(BaseModel):
     method: Literal["none", "suffix", "ngram", "mtp"]
     k: int | None = None
     max_num_seqs: int | None = None
+    max_num_batched_tokens: int | None = None
+    kv_cache_dtype: Literal["auto", "fp8"] = "auto"
+    concurrency: int | None = None
+    """Requests in flight offered to the host at the chosen operating point (None: the user's, or an open loop)."""
+    spec_schedule: list[list[int]] | None = None
+    """num_speculative_tokens_per_batch_size to render ([[lo, hi, K], …]); None: a fixed K."""
+    schedule_reason: str | None = None
+    """Why the K follows (or cannot follow) the batch size (advisor.plan.operating_point.spec_schedule)."""
+    load_guard: str | None = None
+    """Suffix only: why it is off at this load per replica (advisor.plan.operating_point.suffix_load_guard)."""
+    points: list = Field(default_factory=list, exclude=True)
+    """Every operating point searched for this layout and method (advisor.plan.operating_point.Point)."""
     boots: bool
     kv_cache_tokens: int = 0
     memory_reason: str = ""
@@ -85,7 +115,29 @@ class Candidate(BaseModel):
     def label(self) -> str:
         spec = "plain" if self.method == "none" else f"{self.method} K={self.k}"
         seqs = f", max_num_seqs {self.max_num_seqs}" if self.max_num_seqs else ""
+        seqs += f", max_num_batched_tokens {self.max_num_batched_tokens}" if self.max_num_batched_tokens else ""
+        seqs += ", KV fp8" if self.kv_cache_dtype == "fp8" else ""
         return f"{self.layout.label()}, {spec}{seqs}"
+
+
+KV_FP8_NOTE = ("KV cache fp8: half the bytes per token in the cache (more sequences fit) and in decode attention "
+               "reads (vllm/config/cache.py CacheDType 'fp8'); the numerics change: check quality on your evaluation")  # fmt: skip
+
+
+def kv_fp8_refusal(p: ModelProfile, gpu: GpuSpec) -> str | None:
+    """Why ``--kv-cache-dtype fp8`` is not searched here (None: it is)."""
+    if p.attention == "mla":
+        return "MLA's latent cache has its own fp8 format (fp8_ds_mla) whose kernels are not modelled here"
+    if not gpu.fp8_tflops:
+        return f"{gpu.name} has no FP8 tensor cores in the GPU table (catalog/gpus.yaml)"
+    return None
+
+
+def kv_fp8_profile(p: ModelProfile) -> ModelProfile:
+    """The profile with an 8-bit KV cache: half the KV bytes per token (memory planner and step cost both
+    read them from the profile), nothing else changed."""
+    return p.model_copy(update={"kv_bytes_per_token": p.kv_bytes_per_token // 2,
+                                "kv_bytes_per_token_full": p.kv_bytes_per_token_full // 2})  # fmt: skip
 
 
 def tp_reasons(p: ModelProfile, tp: int, *, ep: bool, group: int) -> list[str]:
@@ -161,43 +213,63 @@ def _spec_options(p: ModelProfile, k_fixed: int | None, k_rules: int, pol, k_ngr
 
 def score(p: ModelProfile, gpu: GpuSpec, gpus: int, base: Decision, *, concurrency: int, query: LayoutQuery,
           suffix_gain: SuffixGain, planner, tp_fixed: int | None = None, k_fixed: int | None = None,
-          k_rules: int, policy_table=None) -> list[Candidate]:  # fmt: skip
+          k_rules: int, policy_table=None, vllm_version: str | None = None) -> list[Candidate]:  # fmt: skip
     """Every candidate with its boot verdict and predicted figures (eligibility and ranking are
     :func:`advisor.plan.choose.choose`'s). ``planner(profile, decision) -> (boots, kv_cache_tokens, reason)``.
     A suffix candidate that does not boot at the rules' K is tried at the table's lower K (without
     ``--k``), and then under lower max_num_seqs caps."""
+    from advisor.vllm_facts import DEFAULT_VERSION, facts
+
     pol = policy_table or load_policy()
+    vf = facts(vllm_version or DEFAULT_VERSION)
     lays, refused = layouts(p, gpus, tp_fixed)
     if not lays:
         raise NoFeasibleLayout(f"no tensor-parallel layout vLLM accepts on {gpus} GPUs: {'; '.join(refused)}")
     seq_caps: list[int | None] = [base.max_num_seqs]
-    if base.max_num_seqs is None and (query.objective == "latency" or query.max_tpot_ms):
+    if base.max_num_seqs is None and (query.objective == "latency" or query.max_tpot_ms) and not query.operating_point:
         seq_caps += list(pol.seqs_caps)
     cands: list[Candidate] = []
     gains: dict[tuple, object | None] = {}
     opts = _spec_options(p, k_fixed, k_rules, pol, query.ngram_k)
     last_k = [k for m, k in opts if m == "suffix"][-1]
-    for lay in lays:
-        per_replica = -(-concurrency // lay.dp)
-        suffix_booted = False
-        for method, k in opts:
-            if method == "suffix" and k != (k_fixed or k_rules) and suffix_booted:
-                continue  # a lower K only where the rules' K does not boot
-            # the memory planner's order: lower K first, then fewer sequences (the last K only)
-            fallback = method == "suffix" and k == last_k and len(seq_caps) == 1 and base.max_num_seqs is None
-            for cap in [*seq_caps, *(pol.seqs_caps if fallback else ())]:
-                if cap is not None and cap >= per_replica and not fallback:
-                    continue
-                c = _one(p, gpu, lay, method, k, cap, base, concurrency, query, suffix_gain, planner, gains,
-                         pol.num_speculative_tokens)  # fmt: skip
-                suffix_booted |= method == "suffix" and c.boots
-                cands.append(c)
-                if fallback and c.boots:
-                    break
+    kv_opts = ["auto", "fp8"] if query.kv_cache_dtype == "search" else [query.kv_cache_dtype]
+    why_no_fp8 = kv_fp8_refusal(p, gpu)
+    if why_no_fp8:
+        if query.kv_cache_dtype == "fp8":
+            from advisor.errors import UsageError
+
+            raise UsageError(f"--kv-cache-dtype fp8: {why_no_fp8}; pass --kv-cache-dtype auto (or search)")
+        kv_opts = ["auto"]
+    op_mode = query.operating_point and base.max_num_seqs is None
+    for kvd in kv_opts:
+        pk = kv_fp8_profile(p) if kvd == "fp8" else p
+        for lay in lays:
+            per_replica = -(-concurrency // lay.dp)
+            suffix_booted = False
+            for method, k in opts:
+                if method == "suffix" and k != (k_fixed or k_rules) and suffix_booted:
+                    continue  # a lower K only where the rules' K does not boot
+                # the memory planner's order: lower K first, then fewer sequences (the last K only)
+                fallback = (method == "suffix" and k == last_k and len(seq_caps) == 1 and base.max_num_seqs is None
+                            and not op_mode)  # fmt: skip
+                for cap in [*seq_caps, *(pol.seqs_caps if fallback else ())]:
+                    if cap is not None and cap >= per_replica and not fallback:
+                        continue
+                    c = _one(pk, gpu, lay, method, k, cap, base, concurrency, query, suffix_gain, planner, gains,
+                             pol.num_speculative_tokens, vf)  # fmt: skip
+                    c.kv_cache_dtype = kvd
+                    for pt in c.points:
+                        pt.kv_cache_dtype = kvd
+                    if kvd == "fp8" and c.figures is not None:
+                        c.figures.notes.append(KV_FP8_NOTE)
+                    suffix_booted |= method == "suffix" and c.boots
+                    cands.append(c)
+                    if fallback and c.boots:
+                        break
     return cands
 
 
-def _one(p, gpu, lay, method, k, cap, base, concurrency, query, suffix_gain, planner, gains, k_ngram_ref) -> Candidate:
+def _one(p, gpu, lay, method, k, cap, base, concurrency, query, suffix_gain, planner, gains, k_ngram_ref, vf=None) -> Candidate:
     d = base.model_copy(update={
         "tensor_parallel_size": lay.tp, "data_parallel_size": lay.dp, "enable_expert_parallel": lay.ep,
         "speculative_method": None if method == "none" else method, "num_speculative_tokens": k, "max_num_seqs": cap,
@@ -219,6 +291,10 @@ def _one(p, gpu, lay, method, k, cap, base, concurrency, query, suffix_gain, pla
     cand = Candidate(layout=lay, method=method, k=k, max_num_seqs=cap, boots=boots, kv_cache_tokens=kv_tokens, memory_reason=reason)
     if not boots:
         cand.eligible, cand.why_not = False, f"does not boot: {reason}"
+        return cand
+    if vf is not None and query.operating_point and base.max_num_seqs is None and split is None:
+        # (a multi-node TP x PP replica keeps the fixed-load pricing: the operating point models one node's steps)
+        _operating_point(cand, p, gpu, lay, method, k, kv_tokens, concurrency, query, suffix_gain, gains, vf, k_ngram_ref)
         return cand
     per_replica = -(-concurrency // lay.dp)
     need = query.prompt_len + query.output_len
@@ -255,4 +331,120 @@ def _one(p, gpu, lay, method, k, cap, base, concurrency, query, suffix_gain, pla
     else:
         cand.figures = serve(p, gpu, lay, concurrency=concurrency, prompt_len=query.prompt_len, output_len=query.output_len,
                              slots=slots, gain=gain, notes=notes)  # fmt: skip
+    if vf is not None:
+        from advisor.plan import operating_point as op
+
+        if method == "suffix":
+            cand.load_guard = op.suffix_load_guard(cand.figures.running_per_replica, cand.p_win, vf, lay.dp)
+        elif method in ("ngram", "mtp") and gain is not None:
+            def gain_at(m: int):
+                return _spec_gain(p, gpu, lay, method, k, m, context, suffix_gain, gains, k_ngram_ref)[0]
+
+            cand.spec_schedule, cand.schedule_reason = op.spec_schedule(method, k, gain_at, cap or batch_defaults(gpu, vf.version)[1],
+                                                                        lay.dp, vf)  # fmt: skip
     return cand
+
+
+SUFFIX_TOKENS_CAP = 12
+"""Tokens a suffix draft adds per sequence to a step's token budget at most (vLLM's default tree depth
+24 and spec factor 1 cap a draft at 12: advisor.vllm_facts suffix_draft_cap)."""
+
+
+def _spec_gain(p, gpu, lay, method, k, n, context, suffix_gain, gains, k_ngram_ref) -> tuple[Band | None, float | None, list[str]]:
+    """(gain band, P(win) for suffix, notes) of ``method`` at ``n`` running sequences per replica (the
+    suffix prediction is the Predictor's at (TP, n, K), as :func:`_one` asks it)."""
+    if method == "mtp":
+        band, _, notes = mtp_gain(p, gpu, lay, n, context, k)
+        return band, None, notes
+    key = (lay.tp, n, k if method == "suffix" else k_ngram_ref)
+    if key not in gains:
+        gains[key] = suffix_gain(*key)
+    sp = gains[key]
+    if sp is None:
+        return None, None, []
+    if method == "suffix":
+        return Band(value=sp.gain, low=sp.gain_low, high=sp.gain_high), sp.p_win, [
+            "suffix gain: K > R predictor FITTED on the seed sweep (+ this host's probes), speculative-step cost from "
+            "the host profile (calibration/host_profiles.csv)"]  # fmt: skip
+    band, _, notes = ngram_gain(p, gpu, lay, n, context, k, sp.k_bar)
+    return band, None, notes
+
+
+def _operating_point(cand: Candidate, p, gpu, lay, method, k, kv_tokens, concurrency, query: LayoutQuery, suffix_gain, gains, vf,
+                     k_ngram_ref) -> None:  # fmt: skip
+    """Fill ``cand`` with its best operating point (advisor.plan.operating_point) under the query's limits."""
+    from advisor.plan import operating_point as op
+    from advisor.predict.absolute import decode_step, prefill_marginal, prefill_time
+
+    need = query.prompt_len + query.output_len
+    kv_slots = max(1, kv_tokens // need)
+    context = query.prompt_len + query.output_len / 2
+    steps: dict[int, float] = {}
+
+    def step_of(n: int) -> float:
+        if n not in steps:
+            steps[n] = decode_step(p, gpu, lay, n, context)[0]
+        return steps[n]
+
+    memo: dict[int, tuple] = {}
+
+    def raw(n: int):
+        if n not in memo:
+            memo[n] = _spec_gain(p, gpu, lay, method, k, n, context, suffix_gain, gains, k_ngram_ref)
+        return memo[n]
+
+    notes = list(decode_step(p, gpu, lay, 1, context)[1])
+    gain_of = lambda n: raw(n)[0]  # noqa: E731
+    ranges = None
+    schedulable = method in vf.spec_schedule_methods and (lay.dp == 1 or vf.spec_schedule_with_dp) and vf.spec_schedule
+    if method != "none":
+        if raw(1)[0] is None:
+            cand.eligible, cand.why_not = False, "the suffix predictor declined (no calibration for this model/GPU)"
+            return
+        notes += raw(1)[2]
+        if schedulable:
+            ranges = op.schedule_ranges(gain_of, k, max(op.SEQS_GRID))
+            if len(ranges) > 1:  # where the schedule drafts nothing: plain decoding's figures
+                one = Band(value=1.0, low=1.0, high=1.0)
+                gain_of = lambda n: raw(n)[0] if op.k_at(ranges, n) else one  # noqa: E731
+                notes.append(f"{method}: K=0 where its gain is predicted <= 1 (num_speculative_tokens_per_batch_size; "
+                             "ASSUMED: a step that drafts nothing costs a plain step)")  # fmt: skip
+    q_tok = 1.0 if method == "none" else 1.0 + (min(k, SUFFIX_TOKENS_CAP) if method == "suffix" else k)
+    pq = query.point_query(concurrency)
+    P = query.prompt_len
+    pts = op.points(pq, lay, method, k, step_of=step_of, gain_of=gain_of, prefill_token_s=prefill_marginal(p, gpu, lay, P) / P,
+                    prefill_alone_s=prefill_time(p, gpu, lay, P), kv_slots=kv_slots, tokens_per_seq=q_tok, notes=notes)  # fmt: skip
+    if method == "suffix":
+        for pt in pts:
+            guard = op.suffix_load_guard(pt.figures.running_per_replica, raw(pt.figures.running_per_replica)[1], vf, lay.dp)
+            if guard and pt.feasible:
+                pt.feasible, pt.why_not = False, guard
+        if pts and not any(pt.feasible for pt in pts):
+            cand.load_guard = next((pt.why_not for pt in pts if (pt.why_not or "").startswith("suffix off")), None)
+    cand.points = pts
+    chosen = op.best(pts, query.objective, query.output_len) or op.nearest(pts)
+    if chosen is None:
+        cand.eligible, cand.why_not = False, "no operating point to predict"
+        return
+    cand.figures, cand.max_num_seqs, cand.max_num_batched_tokens = chosen.figures, chosen.max_num_seqs, chosen.max_num_batched_tokens
+    cand.concurrency = chosen.concurrency if not (query.concurrency_given and query.request_rate is None) else None
+    n_run = chosen.figures.running_per_replica
+    if method != "none":
+        raw(n_run)  # the prediction at the running sequences, cached in ``gains``
+    if method == "suffix":
+        cand.p_win = raw(n_run)[1]
+        sp = gains.get((lay.tp, n_run, k))
+        if sp is not None:
+            cand.k_bar, cand.r = sp.k_bar, sp.r
+            measured = getattr(sp, "measured", None)
+            cand.measured_gain = measured.gain if measured else None
+    elif method in ("ngram", "mtp") and cand.figures.gain is not None:
+        if method == "mtp":
+            _, cand.r, _ = mtp_gain(p, gpu, lay, n_run, context, k)
+        elif (sp := gains.get((lay.tp, n_run, k_ngram_ref))) is not None:
+            _, cand.r, _ = ngram_gain(p, gpu, lay, n_run, context, k, sp.k_bar)
+        if cand.r:
+            cand.k_bar = cand.figures.gain.value * cand.r
+    if method != "none":
+        sched, cand.schedule_reason = op.spec_schedule(method, k, lambda n: raw(n)[0], chosen.max_num_seqs, lay.dp, vf)
+        cand.spec_schedule = sched if schedulable else None

@@ -17,20 +17,97 @@ def decision_of(base: Decision, c: Candidate) -> Decision:
     return base.model_copy(update={
         "tensor_parallel_size": c.layout.tp, "data_parallel_size": c.layout.dp, "enable_expert_parallel": c.layout.ep,
         "speculative_method": None if c.method == "none" else c.method, "num_speculative_tokens": c.k,
-        "max_num_seqs": c.max_num_seqs,
+        "max_num_seqs": c.max_num_seqs, "max_num_batched_tokens": c.max_num_batched_tokens, "kv_cache_dtype": c.kv_cache_dtype,
+        "num_speculative_tokens_per_batch_size": [tuple(e) for e in c.spec_schedule] if c.spec_schedule else None,
     })  # fmt: skip
+
+
+RULED_OUT = ("the rules", "P(win)=", "plain decoding is not launched", "probes on this host", "suffix off")
+"""Starts of the decider's reasons that rule a candidate out whatever its operating point (not the limits)."""
+
+
+def pareto_json(ranked: list[Candidate], chosen: Candidate) -> list[dict]:
+    """The frontier over every searched operating point of every candidate that boots and that the rules
+    leave in (advisor.plan.operating_point.pareto), the chosen one marked."""
+    from advisor.plan.operating_point import pareto
+
+    pts = [pt for c in ranked for pt in c.points if c.boots and not (c.why_not or "").startswith(RULED_OUT)]
+    out = []
+    for pt in pareto(pts):
+        is_chosen = (pt.layout == chosen.layout and pt.method == chosen.method and pt.k == chosen.k
+                     and pt.kv_cache_dtype == chosen.kv_cache_dtype
+                     and pt.max_num_seqs == chosen.max_num_seqs and pt.max_num_batched_tokens == chosen.max_num_batched_tokens)  # fmt: skip
+        f = pt.figures
+        out.append({"label": pt.label(), "tok_s_per_gpu": pt.tok_s_per_gpu, "tok_s_per_user": pt.tok_s_per_user,
+                    "tpot_ms": f.tpot_ms.value, "ttft_ms": f.ttft_ms.value, "max_num_seqs": pt.max_num_seqs,
+                    "max_num_batched_tokens": pt.max_num_batched_tokens, "concurrency": pt.concurrency,
+                    "tensor_parallel_size": pt.layout.tp, "data_parallel_size": pt.layout.dp, "method": pt.method,
+                    "k": pt.k, "kv_cache_dtype": pt.kv_cache_dtype, "feasible": pt.feasible, "why_not": pt.why_not, "chosen": is_chosen})  # fmt: skip
+    if not any(x["chosen"] for x in out) and chosen.figures is not None:
+        f = chosen.figures
+        out.append({"label": chosen.label(), "tok_s_per_gpu": round(f.throughput_tok_s.value / chosen.layout.gpus, 1),
+                    "tok_s_per_user": round(1000 / f.tpot_ms.value, 1), "tpot_ms": f.tpot_ms.value, "ttft_ms": f.ttft_ms.value,
+                    "max_num_seqs": chosen.max_num_seqs, "max_num_batched_tokens": chosen.max_num_batched_tokens,
+                    "concurrency": chosen.concurrency, "tensor_parallel_size": chosen.layout.tp,
+                    "data_parallel_size": chosen.layout.dp, "method": chosen.method, "k": chosen.k, "feasible": True,
+                    "why_not": None, "chosen": True, "off_frontier": True})  # fmt: skip
+    return out
+
+
+def operating_point_trace(c: Candidate, query: LayoutQuery, host: HostContext) -> tuple[list[str], int | None]:
+    """The operating point's lines for the trace (the load, speculation by load, the levers left at vLLM's
+    defaults and why), and the requests in flight the figures are at when the search chose them."""
+    from advisor.vllm_facts import facts
+
+    lines: list[str] = []
+    vf = facts(host.vllm_version)
+    offered = c.concurrency
+    if query.request_rate is not None:
+        f = c.figures
+        inflight = getattr(f, "offered_per_replica", None)
+        offered = max(1, round(inflight * c.layout.dp)) if inflight is not None and inflight < 1e8 else None
+        lines.append(f"--request-rate {query.request_rate:g}/s: {c.layout.gpus} of the host's {host.gpus} GPUs serve it "
+                     f"({c.layout.label()})" + (" within the limits" if getattr(f, "stable", True) else
+                                                 ", at capacity: no layout on the host serves it"))  # fmt: skip
+    if c.schedule_reason:
+        lines.append(f"speculation by load: {c.schedule_reason}")
+    if query.operating_point:
+        lines.append(f"prefix caching left {'on' if vf.prefix_caching_default else 'off'} (vLLM {vf.version}'s default, "
+                     f"{vf.sources.get('prefix_caching_default', '')}): the figures assume no prefix hits (every prompt "
+                     f"prefilled in full), so for traffic that shares prefixes TTFT and the prefill interference are upper "
+                     f"bounds; turning it off saves only block hashing, which no term prices")  # fmt: skip
+        if vf.performance_modes:
+            lines.append(f"--performance-mode left at balanced: the chosen max_num_seqs and max_num_batched_tokens are set "
+                         f"explicitly, so 'throughput' (which doubles them only when unset) changes nothing, and "
+                         f"'interactivity' only refines CUDA-graph sizes below 32, padding the step model does not price "
+                         f"({vf.sources.get('performance_modes', '')})")  # fmt: skip
+    return lines, offered
 
 
 def absolute_prediction(c: Candidate, query: LayoutQuery) -> dict:
     f = c.figures
-    return {
+    out = {
         "throughput_tok_s": f.throughput_tok_s.model_dump(), "tpot_ms": f.tpot_ms.model_dump(), "ttft_ms": f.ttft_ms.model_dump(),
         "step_ms": f.step_ms.model_dump(), "prefill_ms": f.prefill_ms.model_dump(),
         "speculative_gain": f.gain.model_dump() if f.gain else None,
         "running_per_replica": f.running_per_replica, "waiting_per_replica": f.waiting_per_replica,
         "layout": c.layout.label(), "method": c.method, "objective": query.objective,
         "prompt_len": query.prompt_len, "output_len": query.output_len, "figure_notes": f.notes,
+        "tok_s_per_gpu": round(f.throughput_tok_s.value / c.layout.gpus, 1), "tok_s_per_user": round(1000 / f.tpot_ms.value, 1),
+        "max_num_seqs": c.max_num_seqs, "max_num_batched_tokens": c.max_num_batched_tokens,
+        "spec_schedule": c.spec_schedule, "schedule_reason": c.schedule_reason,
     }  # fmt: skip
+    if query.operating_point:
+        out["gpus_used"] = c.layout.gpus
+    from advisor.predict.serving import LoadedFigures
+
+    if isinstance(f, LoadedFigures):
+        inflight = f.offered_per_replica * c.layout.dp
+        out.update({"offered_concurrency": c.concurrency if c.concurrency is not None else (
+            round(inflight) if inflight != float("inf") else None), "request_rate": round(f.request_rate_per_replica * c.layout.dp, 3),
+            "ttft_unloaded_ms": f.ttft_unloaded_ms, "ttft_prefill_wait_ms": f.ttft_prefill_wait_ms,
+            "ttft_slot_wait_ms": f.ttft_slot_wait_ms})  # fmt: skip
+    return out
 
 
 def chosen_prediction(c: Candidate, suffix: RecommendedPrediction | None, query: LayoutQuery,
@@ -73,7 +150,9 @@ def candidate_json(c: Candidate, winner: Candidate, query: LayoutQuery) -> dict:
     out = {
         "label": c.label(), "tensor_parallel_size": c.layout.tp, "data_parallel_size": c.layout.dp,
         "enable_expert_parallel": c.layout.ep, "speculative_method": None if c.method == "none" else c.method,
-        "num_speculative_tokens": c.k, "max_num_seqs": c.max_num_seqs, "boots": c.boots, "kv_cache_tokens": c.kv_cache_tokens,
+        "num_speculative_tokens": c.k, "max_num_seqs": c.max_num_seqs, "max_num_batched_tokens": c.max_num_batched_tokens,
+        "concurrency": c.concurrency, "kv_cache_dtype": c.kv_cache_dtype, "spec_schedule": c.spec_schedule,
+        "schedule_reason": c.schedule_reason, "boots": c.boots, "kv_cache_tokens": c.kv_cache_tokens,
         "eligible": c.eligible, "why_not": c.why_not, "p_win": c.p_win, "chosen": c is winner,
         "k_bar": c.k_bar, "r": c.r, "measured_gain": c.measured_gain,
     }  # fmt: skip
@@ -105,6 +184,16 @@ def text_lines(rec) -> list[str]:
              f"prefill {fmt(p.prefill_ms, 1)} ms per prompt"]
     if p.speculative_gain:
         lines.append(f"  speculative gain x{fmt(p.speculative_gain, 2)}")
+    if p.max_num_batched_tokens is not None:
+        load = (f"{p.offered_concurrency:,} requests in flight" if p.offered_concurrency is not None else "the offered load")
+        lines.append(f"  operating point: max_num_seqs {p.max_num_seqs}, max_num_batched_tokens {p.max_num_batched_tokens} "
+                     f"(chunked prefill), {load}, {p.request_rate or 0:,.1f} requests/s on {p.gpus_used} GPUs: "
+                     f"{p.tok_s_per_gpu:,.0f} tok/s per GPU, {p.tok_s_per_user:,.1f} tok/s per user")
+        lines.append(f"  TTFT under load {p.ttft_ms.value:,.0f} ms = prefill {p.ttft_ms.value - (p.ttft_prefill_wait_ms or 0) - (p.ttft_slot_wait_ms or 0):,.0f}"
+                     f" + wait for the prefill budget {p.ttft_prefill_wait_ms or 0:,.0f} + wait for a slot {p.ttft_slot_wait_ms or 0:,.0f} ms; "
+                     f"unloaded lower bound {p.ttft_unloaded_ms:,.0f} ms")
+    if p.schedule_reason:
+        lines.append(f"  speculation by load: {p.schedule_reason}")
     lines.append(f"  intervals: step ±10% and prefill ±25% (ASSUMED bands; {_band_note(rec.host.gpu, p.layout)}), "
                  "times the predictor's 90% gain interval for speculative methods")
     for n in p.figure_notes or []:

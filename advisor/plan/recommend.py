@@ -22,7 +22,7 @@ from advisor.errors import UsageError
 from advisor.hardware.gpus import get_gpu
 from advisor.plan.choose import choose
 from advisor.plan.layout import LayoutQuery, NoFeasibleLayout, replica_profile, score
-from advisor.plan.layout_wiring import candidate_json, chosen_prediction, decision_of
+from advisor.plan.layout_wiring import candidate_json, chosen_prediction, decision_of, pareto_json
 from advisor.plan.memory import boot_verdict
 from advisor.plan.probe_plan import probe_plan
 from advisor.plan.seams import MemoryPlanner, Predictor
@@ -196,11 +196,26 @@ def recommend(
     def verdict(prof: ModelProfile, d: Decision):
         return boot_verdict(prof, gpu, d, d.tensor_parallel_size, build=build, vllm_version=host.vllm_version)
 
-    def decide(b: Decision):
-        cands = score(profile, gpu, host.gpus, b, concurrency=workload.concurrency, query=query,
+    def decide_on(b: Decision, gpus: int):
+        cands = score(profile, gpu, gpus, b, concurrency=workload.concurrency, query=query,
                       suffix_gain=suffix_prediction, planner=verdict, tp_fixed=tensor_parallel_size,
-                      k_fixed=num_speculative_tokens, k_rules=k, policy_table=pol)  # fmt: skip
+                      k_fixed=num_speculative_tokens, k_rules=k, policy_table=pol, vllm_version=host.vllm_version)  # fmt: skip
         return cands, choose(cands, policy=outcome.speculation, rule=outcome.speculation_rule, query=query, bands=pol.p_win)
+
+    def decide(b: Decision):
+        if query.request_rate is None:
+            return decide_on(b, host.gpus)
+        # --request-rate: the fewest of the host's GPUs that serve it within the limits (advisor.plan.operating_point)
+        for g in range(1, host.gpus):
+            if tensor_parallel_size is not None and g < tensor_parallel_size:
+                continue
+            try:
+                cands, choice = decide_on(b, g)
+            except NoFeasibleLayout:
+                continue
+            if choice.sla_met is not False and choice.limits_missed is None:
+                return cands, choice
+        return decide_on(b, host.gpus)
 
     try:
         cands, choice = decide(base)
@@ -254,10 +269,13 @@ def _assemble(profile, host, workload, outcome, base, cands, choice, fixed, warn
 
     c = choice.chosen
     decision = decision_of(base, c)
+    from advisor.plan.layout_wiring import operating_point_trace
+
+    op_trace, offered = operating_point_trace(c, query, host)
     n = c.figures.running_per_replica
     k_probe = c.k if c.method == "suffix" else k_rules
     sp = suffix_prediction(c.layout.tp, n, k_probe)  # the suffix prediction at the launched layout
-    trace = [*choice.trace, *trace]
+    trace = [*choice.trace, *op_trace, *trace]
     for near in sp.measured_near if sp else []:
         how = ("it only informs the calibrated fit" if near.fitted else
                "nor fitted: a probe without a GPU says nothing about a GPU's gain")  # fmt: skip
@@ -279,7 +297,10 @@ def _assemble(profile, host, workload, outcome, base, cands, choice, fixed, warn
     memory = None
     if planner is not None:
         lay_host = host.model_copy(update={"gpus": c.layout.tp})
-        _, memory, plan_trace, plan_warnings = planner(replica_profile(profile, c.layout, c.method), lay_host, decision,
+        from advisor.plan.layout import kv_fp8_profile
+
+        mem_profile = kv_fp8_profile(profile) if c.kv_cache_dtype == "fp8" else profile
+        _, memory, plan_trace, plan_warnings = planner(replica_profile(mem_profile, c.layout, c.method), lay_host, decision,
                                                        frozenset(FIXED_BY))  # fmt: skip
         trace += plan_trace
         warnings += [w for w in plan_warnings if not w.startswith("does not boot with your")] if memory and memory.boots else plan_warnings
@@ -296,7 +317,7 @@ def _assemble(profile, host, workload, outcome, base, cands, choice, fixed, warn
     return Recommendation(
         model=profile.inspect_json(),
         host=host,
-        workload=workload,
+        workload=workload.model_copy(update={"concurrency": offered}) if offered else workload,
         decision=decision,
         rules_fired=[f.model_dump(include={"id", "rationale", "severity", "source", "set"}) for f in outcome.fired],
         warnings=warnings,
@@ -306,5 +327,6 @@ def _assemble(profile, host, workload, outcome, base, cands, choice, fixed, warn
         host_dsa_queues=fields.get("host_dsa_queues"),
         probe_plan=plan,
         candidates=[candidate_json(x, c, query) for x in choice.ranked],
+        pareto=pareto_json(choice.ranked, c) if query.operating_point else [],
         sla_met=choice.sla_met,
     )

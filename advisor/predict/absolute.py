@@ -81,6 +81,22 @@ def _per_expert_bytes(p: ModelProfile) -> float:
     return p.expert_params_b * 1e9 * sc.bytes_per_param(p) / (p.moe_layers * p.experts)
 
 
+def ep_worst_local_experts(experts: int, top_k: int, tokens: float, gpus: int) -> float:
+    """Touched experts on the busiest GPU of an expert-parallel group, which every MoE layer waits for.
+    Expert-TP slices every touched expert over the group (each GPU reads touched / gpus of them, balanced);
+    EP places experts / gpus whole experts per GPU, each touched with probability q = touched / experts, so
+    a GPU's count is Binomial(experts / gpus, q) and the busiest of ``gpus`` is about mean + sd x sqrt(2 ln gpus)
+    (the normal approximation of the maximum; ASSUMED uniform routing, no EPLB). Many tokens touch every
+    expert (q -> 1) and the two converge; few tokens leave EP imbalanced."""
+    local = experts / max(gpus, 1)
+    q = sc.experts_touched(experts, top_k, tokens) / max(experts, 1)
+    mean = local * q
+    if gpus <= 1:
+        return mean
+    sd = math.sqrt(local * q * (1 - q))
+    return min(local, mean + sd * math.sqrt(2 * math.log(gpus)))
+
+
 def _moe_shared(p: ModelProfile, lay: ReplicaLayout, tokens_rank: float) -> tuple[float, float, float]:
     """(extra bytes, extra FLOPs, bytes each collective moves) per GPU when the MoE layers of DP ranks work
     together (vLLM: with DP > 1 the expert layers form one group of TP x DP GPUs, EP or not), against
@@ -93,11 +109,18 @@ def _moe_shared(p: ModelProfile, lay: ReplicaLayout, tokens_rank: float) -> tupl
     total = tokens_rank * lay.dp
     tp_bytes = p.moe_layers * sc.experts_touched(e, k, tokens_rank) * per / lay.tp
     grp_bytes = p.moe_layers * sc.experts_touched(e, k, total) * per / lay.gpus
+    if lay.ep:
+        grp_bytes = p.moe_layers * ep_worst_local_experts(e, k, total, lay.gpus) * per
     bpp = max(sc.bytes_per_param(p), 1e-9)
     # Routed-expert FLOPs: the step-cost model already charges the rank's own tokens over TP.
     flops_tp = 2.0 * tokens_rank * k * (per / bpp) * p.moe_layers / lay.tp
     flops_grp = 2.0 * total * k * (per / bpp) * p.moe_layers / lay.gpus
-    msg = tokens_rank * k * p.hidden_size * 2 / max(lay.tp, 1)
+    # The collectives: vLLM's default all2all backend is allgather_reducescatter, EP or not (0.26/0.32/0.33
+    # vllm/config/parallel.py all2all_backend; without EP, fused_moe/all2all_utils.py:209-213 (0.32.0) "Falling
+    # back to AllGather+ReduceScatter dispatch/combine"): each GPU gathers the other DP ranks' tokens and
+    # reduce-scatters the result, (DP - 1) x its tokens x hidden each way, whatever k is. With DP 1 there is
+    # no dispatch (use_all2all_kernels needs DP > 1, fused_moe/config.py:1026-1029): EP over TP alone adds nothing.
+    msg = (lay.dp - 1) * tokens_rank * p.hidden_size * 2
     return grp_bytes - tp_bytes, flops_grp - flops_tp, msg
 
 
@@ -120,10 +143,11 @@ def decode_step(p: ModelProfile, gpu: GpuSpec, lay: ReplicaLayout, seqs: int, co
         t_cmp = c.t_compute + dflops / sc.peak_flops(p, gpu)
         total += max(t_mem, t_cmp) - max(c.t_memory, c.t_compute)
         one_way = gpu.interconnect_gbs * 1e9 / 2
-        a2a = 2 * p.moe_layers * (A2A_LATENCY_S + msg / one_way)
+        a2a = 2 * p.moe_layers * (A2A_LATENCY_S + msg / one_way) if lay.dp > 1 else 0.0
         total += a2a
-        notes.append(f"{'EP all-to-all' if lay.ep else 'DP expert-group collectives'} {a2a * 1e3:.1f} ms (ASSUMED latency "
-                     f"{A2A_LATENCY_S * 1e6:.0f} us each)")
+        if a2a:
+            notes.append(f"DP all-gather + reduce-scatter around each MoE layer {a2a * 1e3:.1f} ms (vLLM's default "
+                         f"allgather_reducescatter backend, EP or not; ASSUMED latency {A2A_LATENCY_S * 1e6:.0f} us each)")
     return total, notes
 
 

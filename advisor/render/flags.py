@@ -58,6 +58,10 @@ def serve_flags(decision: Decision, version: str = DEFAULT_VERSION) -> list[str]
         flags += ["--enable-expert-parallel"]
     if d.max_num_seqs is not None:
         flags += ["--max-num-seqs", str(d.max_num_seqs)]
+    if d.kv_cache_dtype != "auto":
+        flags += ["--kv-cache-dtype", d.kv_cache_dtype]
+    if d.max_num_batched_tokens is not None:
+        flags += ["--max-num-batched-tokens", str(d.max_num_batched_tokens)]
     compilation = {"cudagraph_mode": d.cudagraph_mode}
     flags += ["--compilation-config", json.dumps(compilation, separators=(",", ":"))]
     spec = d.speculative_config()

@@ -280,3 +280,33 @@ def candidates(cands: list[dict]) -> str | None:
     """Throughput against TPOT of the layout candidates, the chosen one marked; None without figures."""
     fig = candidates_figure(cands)
     return to_svg(fig, "cand") if fig is not None else None
+
+
+def pareto_figure(front: list[dict]):
+    """The operating-point frontier (Recommendation.pareto): tok/s per user against tok/s per GPU, points
+    meeting the limits filled, the chosen one a star; None without a frontier."""
+    pts = [p for p in front if p.get("tok_s_per_gpu") is not None and p.get("tok_s_per_user") is not None]
+    if not pts:
+        return None
+    fig, (ax,) = _figure(7.5, 4.2, right=0.95)
+    xs = [p["tok_s_per_user"] for p in pts]
+    ys = [p["tok_s_per_gpu"] for p in pts]
+    ax.plot(xs, ys, color="#999999", linewidth=0.8, zorder=1)
+    for p in pts:
+        ok = p.get("feasible", True)
+        ax.scatter([p["tok_s_per_user"]], [p["tok_s_per_gpu"]], s=140 if p.get("chosen") else 36,
+                   marker="*" if p.get("chosen") else "o", color=REC_COLOUR if p.get("chosen") else ("#4c72b0" if ok else "white"),
+                   edgecolors="black" if ok or p.get("chosen") else "#4c72b0", linewidths=0.6, zorder=3)  # fmt: skip
+        if p.get("chosen"):
+            ax.annotate(p["label"], (p["tok_s_per_user"], p["tok_s_per_gpu"]), fontsize=7, xytext=(5, 5), textcoords="offset points")
+    ax.set_xlabel("tok/s per user (1000 / TPOT ms)")
+    ax.set_ylabel("output tok/s per GPU")
+    ax.set_title("operating points on the frontier (filled: within the limits; open: misses one)", fontsize=8)
+    ax.grid(alpha=0.25)
+    return fig
+
+
+def pareto(front: list[dict]) -> str | None:
+    """:func:`pareto_figure` as inline SVG (None without a frontier)."""
+    fig = pareto_figure(front)
+    return to_svg(fig, "pareto") if fig is not None else None

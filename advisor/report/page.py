@@ -134,6 +134,8 @@ def build_report(rec, profile: ModelProfile, settings, *, progress: Callable[[st
         "bars": [b.model_dump() for b in bars],
         "cands": cands,
         "fig_cand": figures.candidates(cands) if cands else None,
+        "pareto": rec_json.get("pareto") or [],
+        "fig_pareto": figures.pareto(rec_json.get("pareto") or []),
         "seed_counts": {s: sum(p.host_state == s for p in seed) for s in ("OFF", "ON")},
         "probe_note": probe_note,
         "probes": checks,

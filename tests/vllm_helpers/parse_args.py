@@ -73,6 +73,7 @@ def check(argv: list[str]) -> dict:
         "gpu_memory_utilization": engine.gpu_memory_utilization,
         "max_model_len": engine.max_model_len,
         "max_num_seqs": engine.max_num_seqs,
+        "max_num_batched_tokens": engine.max_num_batched_tokens,
         "cudagraph_mode": comp.cudagraph_mode.name if comp.cudagraph_mode is not None else None,
         "speculative_config": _jsonable(engine.speculative_config),
         "pipeline_parallel_size": engine.pipeline_parallel_size,
@@ -106,6 +107,7 @@ def check(argv: list[str]) -> dict:
             "method": spec.method,
             "num_speculative_tokens": spec.num_speculative_tokens,
             "model": spec.model,
+            "num_speculative_tokens_per_batch_size": _jsonable(getattr(spec, "num_speculative_tokens_per_batch_size", None)),
             **{
                 k: getattr(spec, k)
                 for k in (
