@@ -26,8 +26,12 @@ from __future__ import annotations
 import csv
 import json
 import math
-import statistics
+import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from advisor.predict.kbar_prior import derive_own  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 EVIDENCE = HERE / "kbar_own_evidence.csv"
@@ -74,35 +78,13 @@ def _r(x: float | None) -> float | None:
     return None if x is None else round(x, 4)
 
 
-def _band(r: dict) -> tuple[float, float]:
-    """The measured K̄ scaled by the own-output replay's bootstrap interval over requests (95%)."""
-    m, own = r["measured_k_bar"], r["own_k_bar"]
-    lo, hi = r["own_ci_low"] or own, r["own_ci_high"] or own
-    return m * lo / own, m * hi / own
-
-
 def main(evidence: Path = EVIDENCE, priors_path: Path = PRIORS) -> int:
     rows = _rows_cpu() + _rows_gpu()
     with evidence.open("w", newline="") as fh:
         w = csv.DictWriter(fh, FIELDS, lineterminator="\n")
         w.writeheader()
         w.writerows(rows)
-    priors = []
-    for (corpus, method) in sorted({(r["corpus"], r["method"]) for r in rows}):
-        group = [r for r in rows if r["corpus"] == corpus and r["method"] == method]
-        err = max(abs(r["ln_own"]) for r in rows if r["method"] == method)
-        ks = [r["measured_k_bar"] for r in group]
-        bands = [_band(r) for r in group]
-        ratio = [r["measured_over_reference"] for r in group]
-        priors.append({
-            "corpus": corpus, "method": method, "k": group[0]["k"], "k_bar": round(statistics.median(ks), 4),
-            "k_bar_low": round(min(b[0] for b in bands) * math.exp(-err), 4),
-            "k_bar_high": round(max(b[1] for b in bands) * math.exp(err), 4),
-            "own_over_reference": round(statistics.median(ratio), 4), "own_over_reference_low": round(min(ratio), 4),
-            "own_over_reference_high": round(max(ratio), 4), "settings": len(group),
-            "hosts": "; ".join(sorted({r["host"] for r in group})), "model": "SmolLM2-135M-Instruct (real weights)",
-            "source": "calibration/kbar_own_evidence.csv rows " + ", ".join(sorted({r["source"] for r in group})),
-        })  # fmt: skip
+    priors = derive_own(rows)  # the one derivation (advisor.predict.kbar_prior), also used leave-one-host-out
     with priors_path.open("w", newline="") as fh:
         w = csv.DictWriter(fh, list(priors[0]), lineterminator="\n")
         w.writeheader()

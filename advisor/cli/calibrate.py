@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 
 import typer
@@ -235,6 +236,77 @@ def calibration_records(calibration_dir) -> list:
     return list(seen.values())
 
 
+def own_output_replays(calibration_dir, *, live: bool | None = None) -> dict:
+    """Own-output K̄ of every committed real-weight run folder (``records.jsonl`` + ``responses-vanilla-*``):
+    the vanilla boot's outputs replayed offline (advisor.kbar.runs), keyed by (campaign, config,
+    started_at) of the speculative record it stands in for, as {"k_bar", "source"}.
+
+    Replayed here when the method's replay can run (suffix needs Arctic Inference; both need the
+    model's tokenizer unless the responses carry vLLM's token ids); otherwise the committed
+    ``replay.json`` beside the records (calibration/gpu_real/replay_own.py, the same code) is read.
+    ``live=False`` forces the committed files (the test that checks they agree uses both)."""
+    from pathlib import Path
+
+    from advisor.errors import AdvisorError
+    from advisor.kbar import runs
+    from advisor.kbar.replay import arctic_available
+
+    out: dict[tuple, dict] = {}
+    for rec_path in sorted(Path(calibration_dir).rglob("records.jsonl")):
+        run = rec_path.parent
+        if not any(run.glob("responses-vanilla-*.jsonl")):
+            continue
+        try:
+            records = runs.read_records(run)
+        except (OSError, ValueError):
+            continue
+        specs = [r for r in records if r.get("config", "").split(":")[0] in ("suffix", "ngram") and r.get("weights") == "real"]
+        if not specs:
+            continue
+        rel = str(run.relative_to(Path(calibration_dir).parent)) if run.is_relative_to(Path(calibration_dir).parent) else str(run)
+        tok, why_not = None, None
+        model = specs[0].get("model") or ""
+        local = Path(calibration_dir).parent / ".cache" / "models" / model.rstrip("/").rsplit("/", 1)[-1]
+        try:
+            from advisor.kbar.tokenize import load_tokenizer
+
+            tok = load_tokenizer(str(local) if local.is_dir() else model, allow_fallback=False)
+        except (AdvisorError, OSError, ValueError) as exc:
+            why_not = f"tokenizer of {model} not here ({exc})"
+        committed = {}
+        replay_file = run / "replay.json"
+        if replay_file.is_file():
+            rows = json.loads(replay_file.read_text())["rows"]
+            groups = runs.by_config(specs)
+            seen: dict[str, int] = {}
+            for row in rows:  # replay_own.py lists each configuration's records in file order
+                i = seen[row["config"]] = seen.get(row["config"], -1) + 1
+                group = groups.get(row["config"]) or []
+                if i < len(group) and group[i].get("tokens_per_step") == row["measured"]["tokens_per_step"]:
+                    committed[(row["config"], i)] = row["own"]["tokens_per_step"]
+        for method in ("suffix", "ngram"):
+            can = tok is not None and (method == "ngram" or arctic_available())
+            if live is False:
+                can = False
+            live_rows = {}
+            if can:
+                seen = {}
+                for row in runs.own_rows(run, tok, methods=(method,)):
+                    i = seen[row["config"]] = seen.get(row["config"], -1) + 1
+                    live_rows[(row["config"], i)] = row["own"]["tokens_per_step"]
+            for cfg, group in runs.by_config(specs).items():
+                if cfg.split(":")[0] != method:
+                    continue
+                for i, r in enumerate(group):
+                    key = (r["campaign_id"], cfg, r["started_at"])
+                    if (cfg, i) in live_rows:
+                        out[key] = {"k_bar": live_rows[(cfg, i)], "source": f"replayed now ({rel}, advisor.kbar.runs)"}
+                    elif (cfg, i) in committed:
+                        why = ("Arctic Inference not installed" if tok is not None and method == "suffix" else why_not) if live is not False else "asked for"
+                        out[key] = {"k_bar": committed[(cfg, i)], "source": f"committed {rel}/replay.json ({why})"}
+    return out
+
+
 @app.command("calibrate")
 def calibrate_cmd(
     evaluate: bool = typer.Option(False, "--evaluate", help="Leave-one-model-out evaluation on the seed sweep, with baselines."),
@@ -265,7 +337,8 @@ def calibrate_cmd(
         from advisor.predict import host_infer, published, real_probes
 
         res["published"] = published.evaluate(data_path("calibration"), profile_of)
-        res["real_probes"] = real_probes.evaluate(calibration_records(data_path("calibration")), data_path("calibration"), profile_of)
+        res["real_probes"] = real_probes.evaluate(calibration_records(data_path("calibration")), data_path("calibration"), profile_of,
+                                                  own_kbar=own_output_replays(data_path("calibration")))  # fmt: skip
         res["host_profiles"] = {"seed_inferred": host_infer.infer(obs, profile_of)["best"],
                                 "profiles": [p.model_dump() for p in host_infer.hp.known()],
                                 "probe_check": _probe_check(profile_of),
@@ -289,9 +362,12 @@ def calibrate_cmd(
                          f"{ho['offline_grid_profile_as_shipped']['median_abs_log_r']} (offline grid, shipped)"
                          if ho.get("available") else f"held out: {ho.get('reason', 'no pairs')}"))  # fmt: skip
             rp = res["real_probes"]
-            print("\nreal-weight probes: " + (f"{rp['campaigns']} campaign(s), chosen option within 2% of the best measured "
-                  f"in {rp['chosen_within_2pct_share']:.0%}, median |ln gain error| {rp['median_abs_log_gain_error']:.3f}"
-                  if rp["available"] else rp["reason"]))
+            print("\nreal-weight probes: " + (f"{rp['campaigns']} setting(s)" if rp["available"] else rp["reason"]))
+            for mode, m in (rp.get("modes") or {}).items():
+                if m["settings"]:
+                    by = ", ".join(f"{k} {v:.3f}" for k, v in m["median_abs_log_gain_error_by_method"].items())
+                    print(f"  K̄ from {mode}: chosen option within 2% of the best measured in {m['chosen_within_2pct_share']:.0%}, "
+                          f"median |ln gain error| {m['median_abs_log_gain_error']:.3f} ({by})")
         return
     from advisor.predict.refit import refit_report
 

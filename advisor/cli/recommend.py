@@ -74,6 +74,21 @@ def build_recommendation(model: str, opts, gpus_per_node: int | None = None, **c
     return rec
 
 
+def _kbar_label(workload, source: str) -> str:
+    """Where the printed K̄ came from, in the words of the decomposition line."""
+    from pathlib import Path
+
+    from advisor.predict.kbar_prior import OWN_SOURCE
+
+    if workload.k_bar and workload.k_bar_own_outputs:
+        return f"K̄ from the model's own outputs (replay of {Path(workload.corpus or '').name})"
+    if workload.k_bar:
+        return f"K̄ replayed on the recorded responses in {Path(workload.corpus or '').name} (not the model's own outputs)"
+    what = OWN_SOURCE if source.startswith(OWN_SOURCE) else "implied by the seed sweep" if source.startswith("prior") else source.split(";")[0]
+    corpus = "unknown" if not workload.corpus else Path(workload.corpus).name if workload.corpus_is_file else workload.corpus
+    return f"K̄ prior (corpus {corpus}: {what})"
+
+
 def gain_row(p) -> str:
     """The header's gain: the launched method's (suffix: with its P(win); plain: 1 by definition)."""
     if p.method == "none":
@@ -125,7 +140,7 @@ def _print(rec, vllm, first: list[str] = ()) -> None:
         if dc is not None:
             host = f" (host profile {p.host_profile}, match: {p.host_match})" if p.host_profile else ""
             rows.append(("gain = K̄ / R x fitted", f"{dc.k_bar:.2f} / {dc.r:.2f} x {dc.fitted_factor:.2f} = "
-                         f"{dc.k_bar / dc.r * dc.fitted_factor:.2f}{host}"))
+                         f"{dc.k_bar / dc.r * dc.fitted_factor:.2f} ({_kbar_label(rec.workload, dc.sources.get('k_bar', ''))}){host}"))
         if p.measured:
             ms = p.measured
             kb = f", K̄={ms.k_bar:.2f}" if ms.k_bar else ""

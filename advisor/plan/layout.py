@@ -23,6 +23,7 @@ from advisor.domain.decision import Decision
 from advisor.domain.prediction import Band
 from advisor.predict.pipeline import pp_serve, pp_split
 from advisor.predict.absolute import ReplicaLayout, ServingFigures, mtp_gain, ngram_gain, serve
+from advisor.predict.kbar_prior import is_own_source, ngram_kbar_for
 from advisor.plan.memory_terms import dense_intermediate
 from advisor.rules.policy import load_policy
 from advisor.plan.memory_terms import batch_defaults
@@ -213,11 +214,12 @@ def _spec_options(p: ModelProfile, k_fixed: int | None, k_rules: int, pol, k_ngr
 
 def score(p: ModelProfile, gpu: GpuSpec, gpus: int, base: Decision, *, concurrency: int, query: LayoutQuery,
           suffix_gain: SuffixGain, planner, tp_fixed: int | None = None, k_fixed: int | None = None,
-          k_rules: int, policy_table=None, vllm_version: str | None = None) -> list[Candidate]:  # fmt: skip
+          k_rules: int, policy_table=None, vllm_version: str | None = None, workload=None) -> list[Candidate]:  # fmt: skip
     """Every candidate with its boot verdict and predicted figures (eligibility and ranking are
     :func:`advisor.plan.choose.choose`'s). ``planner(profile, decision) -> (boots, kv_cache_tokens, reason)``.
     A suffix candidate that does not boot at the rules' K is tried at the table's lower K (without
-    ``--k``), and then under lower max_num_seqs caps."""
+    ``--k``), and then under lower max_num_seqs caps. ``workload``: n-gram's own K̄ comes from it
+    (:func:`_ngram_kbar`; None: a share of suffix's)."""
     from advisor.vllm_facts import DEFAULT_VERSION, facts
 
     pol = policy_table or load_policy()
@@ -256,7 +258,7 @@ def score(p: ModelProfile, gpu: GpuSpec, gpus: int, base: Decision, *, concurren
                     if cap is not None and cap >= per_replica and not fallback:
                         continue
                     c = _one(pk, gpu, lay, method, k, cap, base, concurrency, query, suffix_gain, planner, gains,
-                             pol.num_speculative_tokens, vf)  # fmt: skip
+                             pol.num_speculative_tokens, vf, workload)  # fmt: skip
                     c.kv_cache_dtype = kvd
                     for pt in c.points:
                         pt.kv_cache_dtype = kvd
@@ -269,7 +271,8 @@ def score(p: ModelProfile, gpu: GpuSpec, gpus: int, base: Decision, *, concurren
     return cands
 
 
-def _one(p, gpu, lay, method, k, cap, base, concurrency, query, suffix_gain, planner, gains, k_ngram_ref, vf=None) -> Candidate:
+def _one(p, gpu, lay, method, k, cap, base, concurrency, query, suffix_gain, planner, gains, k_ngram_ref, vf=None,
+         workload=None) -> Candidate:  # fmt: skip
     d = base.model_copy(update={
         "tensor_parallel_size": lay.tp, "data_parallel_size": lay.dp, "enable_expert_parallel": lay.ep,
         "speculative_method": None if method == "none" else method, "num_speculative_tokens": k, "max_num_seqs": cap,
@@ -294,7 +297,7 @@ def _one(p, gpu, lay, method, k, cap, base, concurrency, query, suffix_gain, pla
         return cand
     if vf is not None and query.operating_point and base.max_num_seqs is None and split is None:
         # (a multi-node TP x PP replica keeps the fixed-load pricing: the operating point models one node's steps)
-        _operating_point(cand, p, gpu, lay, method, k, kv_tokens, concurrency, query, suffix_gain, gains, vf, k_ngram_ref)
+        _operating_point(cand, p, gpu, lay, method, k, kv_tokens, concurrency, query, suffix_gain, gains, vf, k_ngram_ref, workload)
         return cand
     per_replica = -(-concurrency // lay.dp)
     need = query.prompt_len + query.output_len
@@ -318,7 +321,7 @@ def _one(p, gpu, lay, method, k, cap, base, concurrency, query, suffix_gain, pla
             cand.measured_gain = measured.gain if measured else None
             notes.append("suffix gain: K > R predictor FITTED on the seed sweep (+ this host's probes), speculative-step cost from the host profile (calibration/host_profiles.csv)")
         else:
-            gain, cand.r, notes2 = ngram_gain(p, gpu, lay, n, context, k, sp.k_bar)
+            gain, cand.r, notes2 = ngram_gain(p, gpu, lay, n, context, k, sp.k_bar, ngram=_ngram_kbar(workload, p, sp))
             cand.k_bar = gain.value * cand.r
             notes += notes2
     elif method == "mtp":
@@ -338,7 +341,7 @@ def _one(p, gpu, lay, method, k, cap, base, concurrency, query, suffix_gain, pla
             cand.load_guard = op.suffix_load_guard(cand.figures.running_per_replica, cand.p_win, vf, lay.dp)
         elif method in ("ngram", "mtp") and gain is not None:
             def gain_at(m: int):
-                return _spec_gain(p, gpu, lay, method, k, m, context, suffix_gain, gains, k_ngram_ref)[0]
+                return _spec_gain(p, gpu, lay, method, k, m, context, suffix_gain, gains, k_ngram_ref, workload)[0]
 
             cand.spec_schedule, cand.schedule_reason = op.spec_schedule(method, k, gain_at, cap or batch_defaults(gpu, vf.version)[1],
                                                                         lay.dp, vf)  # fmt: skip
@@ -350,7 +353,16 @@ SUFFIX_TOKENS_CAP = 12
 24 and spec factor 1 cap a draft at 12: advisor.vllm_facts suffix_draft_cap)."""
 
 
-def _spec_gain(p, gpu, lay, method, k, n, context, suffix_gain, gains, k_ngram_ref) -> tuple[Band | None, float | None, list[str]]:
+def _ngram_kbar(workload, p: ModelProfile, sp):
+    """n-gram's own K̄: replayed on the workload's file, or the own-output prior where the suffix
+    prediction ``sp`` uses one (one source for both methods); None: a share of suffix's."""
+    if workload is None:
+        return None
+    return ngram_kbar_for(workload, p.family, own_prior_ok=is_own_source(getattr(sp, "k_bar_source", None)))
+
+
+def _spec_gain(p, gpu, lay, method, k, n, context, suffix_gain, gains, k_ngram_ref,
+               workload=None) -> tuple[Band | None, float | None, list[str]]:  # fmt: skip
     """(gain band, P(win) for suffix, notes) of ``method`` at ``n`` running sequences per replica (the
     suffix prediction is the Predictor's at (TP, n, K), as :func:`_one` asks it)."""
     if method == "mtp":
@@ -366,12 +378,12 @@ def _spec_gain(p, gpu, lay, method, k, n, context, suffix_gain, gains, k_ngram_r
         return Band(value=sp.gain, low=sp.gain_low, high=sp.gain_high), sp.p_win, [
             "suffix gain: K > R predictor FITTED on the seed sweep (+ this host's probes), speculative-step cost from "
             "the host profile (calibration/host_profiles.csv)"]  # fmt: skip
-    band, _, notes = ngram_gain(p, gpu, lay, n, context, k, sp.k_bar)
+    band, _, notes = ngram_gain(p, gpu, lay, n, context, k, sp.k_bar, ngram=_ngram_kbar(workload, p, sp))
     return band, None, notes
 
 
 def _operating_point(cand: Candidate, p, gpu, lay, method, k, kv_tokens, concurrency, query: LayoutQuery, suffix_gain, gains, vf,
-                     k_ngram_ref) -> None:  # fmt: skip
+                     k_ngram_ref, workload=None) -> None:  # fmt: skip
     """Fill ``cand`` with its best operating point (advisor.plan.operating_point) under the query's limits."""
     from advisor.plan import operating_point as op
     from advisor.predict.absolute import decode_step, prefill_marginal, prefill_time
@@ -390,7 +402,7 @@ def _operating_point(cand: Candidate, p, gpu, lay, method, k, kv_tokens, concurr
 
     def raw(n: int):
         if n not in memo:
-            memo[n] = _spec_gain(p, gpu, lay, method, k, n, context, suffix_gain, gains, k_ngram_ref)
+            memo[n] = _spec_gain(p, gpu, lay, method, k, n, context, suffix_gain, gains, k_ngram_ref, workload)
         return memo[n]
 
     notes = list(decode_step(p, gpu, lay, 1, context)[1])
@@ -442,7 +454,7 @@ def _operating_point(cand: Candidate, p, gpu, lay, method, k, kv_tokens, concurr
         if method == "mtp":
             _, cand.r, _ = mtp_gain(p, gpu, lay, n_run, context, k)
         elif (sp := gains.get((lay.tp, n_run, k_ngram_ref))) is not None:
-            _, cand.r, _ = ngram_gain(p, gpu, lay, n_run, context, k, sp.k_bar)
+            _, cand.r, _ = ngram_gain(p, gpu, lay, n_run, context, k, sp.k_bar, ngram=_ngram_kbar(workload, p, sp))
         if cand.r:
             cand.k_bar = cand.figures.gain.value * cand.r
     if method != "none":

@@ -199,7 +199,8 @@ def recommend(
     def decide_on(b: Decision, gpus: int):
         cands = score(profile, gpu, gpus, b, concurrency=workload.concurrency, query=query,
                       suffix_gain=suffix_prediction, planner=verdict, tp_fixed=tensor_parallel_size,
-                      k_fixed=num_speculative_tokens, k_rules=k, policy_table=pol, vllm_version=host.vllm_version)  # fmt: skip
+                      k_fixed=num_speculative_tokens, k_rules=k, policy_table=pol, vllm_version=host.vllm_version,
+                      workload=workload)  # fmt: skip
         return cands, choose(cands, policy=outcome.speculation, rule=outcome.speculation_rule, query=query, bands=pol.p_win)
 
     def decide(b: Decision):

@@ -31,6 +31,7 @@ from advisor.domain.prediction import Band
 from advisor.hardware.gpus import GpuSpec
 from advisor.model.schema import ModelProfile
 from advisor.predict import stepcost as sc
+from advisor.predict.kbar_prior import KbarChoice
 
 STEP_BAND = 0.10
 """ASSUMED ± share on a decode step time. The plain step is within 1 % of real vLLM 0.26.0 on one
@@ -183,27 +184,43 @@ def mtp_gain(p: ModelProfile, gpu: GpuSpec, lay: ReplicaLayout, seqs: int, conte
 
 
 def ngram_gain(p: ModelProfile, gpu: GpuSpec, lay: ReplicaLayout, seqs: int, context: float, k: int, suffix_kbar: float,
-               *, build: str | None = None) -> tuple[Band, float, list[str]]:  # fmt: skip
-    """Throughput gain of n-gram prompt lookup with ``k`` drafts: tokens per step ASSUMED to be a share
-    of suffix decoding's (NGRAM_SHARE) on the same traffic, verified in a step that pays n-gram's own
+               *, build: str | None = None, ngram: KbarChoice | None = None) -> tuple[Band, float, list[str]]:  # fmt: skip
+    """Throughput gain of n-gram prompt lookup with ``k`` drafts, verified in a step that pays n-gram's own
     speculative-step cost from the host profile (``build``; None: the profile matching ``gpu``, or the
-    geometric mean of R over the known profiles when none does)."""
-    from advisor.predict import host_profile as hp
+    geometric mean of R over the known profiles when none does).
 
-    extra = max(0.0, min(suffix_kbar, 1 + k) - 1)
-    lo, mid, hi = (1 + s * extra for s in NGRAM_SHARE)
-    drafted = max(1.0, mid - 1)
+    Tokens per step: n-gram's own K̄ when it is known (``ngram``: replayed on the model's own outputs, or
+    the own-output prior of the corpus; carried from its K to ``k``), else ASSUMED a share of suffix
+    decoding's (NGRAM_SHARE). The verification step is sized from K: n-gram drafts exactly K tokens
+    when it matches, so a step verifies 1 + (K̄ - 1) / NGRAM_ACCEPTANCE tokens per sequence (MEASURED
+    acceptance, kbar_prior.NGRAM_ACCEPTANCE), at most 1 + K."""
+    from advisor.predict import host_profile as hp
+    from advisor.predict import kbar_prior as kp
+
+    if ngram is not None:
+        mid, lo, hi = (kp.kbar_at_draft(x, ngram.k, k) for x in (ngram.k_bar, ngram.low, ngram.high))
+        head = f"n-gram tokens/step {mid:.2f} [{lo:.2f}, {hi:.2f}] from {ngram.source}"
+        if ngram.k != k:
+            head += f" (at K={ngram.k}, carried to K={k}: ASSUMED constant per-token acceptance)"
+    else:
+        extra = max(0.0, min(suffix_kbar, 1 + k) - 1)
+        lo, mid, hi = (1 + s * extra for s in NGRAM_SHARE)
+        head = f"n-gram tokens/step {mid:.2f} [{lo:.2f}, {hi:.2f}] = {NGRAM_SHARE[1]:.2f} of suffix's extra tokens (ASSUMED)"
+    verified = min(float(k), (mid - 1) / kp.NGRAM_ACCEPTANCE)
+    share = min(1.0, verified / k)
     builds = [build] if build else hp.match(gpu.name).profiles
     plain, _ = decode_step(p, gpu, lay, seqs, context)
     rs = []
     for b in builds:
-        verify, _ = decode_step(p, gpu, lay, seqs, context, tokens_per_seq=1 + min(k, drafted * 1.5), spec=True, k=k,
+        verify, _ = decode_step(p, gpu, lay, seqs, context, tokens_per_seq=1 + verified, spec=True, k=k, draft_share=share,
                                 method="ngram", build=b)  # fmt: skip
         rs.append(verify / plain)
     r = math.exp(sum(math.log(x) for x in rs) / len(rs))
     band = Band(value=mid / r, low=lo / max(rs), high=hi / min(rs))
     prof = [hp.get(b) for b in builds]
-    notes = [f"n-gram tokens/step {mid:.2f} [{lo:.2f}, {hi:.2f}] = {NGRAM_SHARE[1]:.2f} of suffix's extra tokens (ASSUMED)",
+    notes = [head,
+             f"n-gram verifies {1 + verified:.2f} tokens per sequence per step: K={k} drafted by {share:.0%} of sequences "
+             f"(acceptance {kp.NGRAM_ACCEPTANCE:.2f} MEASURED, SmolLM2 on vLLM 0.32 CPU)",
              "n-gram step cost: host profile " + ", ".join(f"{x.id} ({x.ngram_step_s * 1e3:.2f} ms + {x.ngram_per_seq_s * 1e6:.0f} us/seq)"
                                                      for x in prof)]  # fmt: skip
     return band, r, notes

@@ -40,6 +40,8 @@ HUBER_ALPHA = 1.0
 HUBER_EPSILON = 1.35
 SIZE_REF_B = 30.0
 """Reference size (billions) the size term is centred on."""
+OWN_PRIORS_HOSTS = "unfitted"
+"""Where K̄ priors from own outputs apply by default (CalibratedModel.own_priors_hosts)."""
 MIN_SIGMA = 0.08
 """Floor on the predictive standard deviation of log gain (run-to-run noise of a throughput ratio)."""
 
@@ -120,22 +122,45 @@ class CalibratedModel(BaseModel):
     features: list[str] = list(FEATURES)
     """The population features kept (the rest are fixed at 0)."""
 
+    own_priors: list[kp.OwnKbarPrior] | None = None
+    """K̄ priors from the model's own outputs (calibration/kbar_own_priors.csv when None; [] turns them
+    off): used for the models and corpora of their class (kbar_prior.own_prior) instead of the
+    seed-implied ones, with their spread in the interval."""
+    own_priors_hosts: str = OWN_PRIORS_HOSTS
+    """Where the own-output priors apply: ``all`` host profiles, or ``unfitted`` (only where the
+    fitted terms do not: the seed host keeps the priors its terms were fitted with)."""
+
     def kbar_for(self, inputs: RowInputs) -> tuple[float, str]:
         """K̄ at ``inputs.k``: measured or the prior (at the seed's K=32), carried to this K (kbar_at_k)."""
+        k_bar, source, _ = self.kbar_choice(inputs)
+        return k_bar, source
+
+    def _own_applies(self, inputs: RowInputs) -> bool:
+        if self.own_priors_hosts == "all":
+            return True
+        return bool(self.fitted_hosts) and hp.get(inputs.build).id not in self.fitted_hosts
+
+    def kbar_choice(self, inputs: RowInputs) -> tuple[float, str, float]:
+        """(K̄ at ``inputs.k``, its source, σ of log K̄ the prior's band carries (0 for measured and seed priors))."""
+        sigma = 0.0
         if inputs.k_bar:
             k_bar, source, k_from = inputs.k_bar, "measured", inputs.k_bar_k or inputs.k
         else:
-            (k_bar, source), k_from = kp.lookup(self.priors, inputs.corpus, inputs.profile.family), kp.PRIOR_K
+            own = kp.own_prior(inputs.corpus, inputs.profile.family, "suffix", self.own_priors) if self._own_applies(inputs) else None
+            if own is not None:
+                k_bar, source, k_from, sigma = own.k_bar, own.source, own.k, own.log_sigma
+            else:
+                (k_bar, source), k_from = kp.lookup(self.priors, inputs.corpus, inputs.profile.family), kp.PRIOR_K
         if kp.max_draft(k_from) != kp.max_draft(inputs.k):
             scaled = kp.kbar_at_k(k_bar, k_from, inputs.k)
             source += (f"; {k_bar:.2f} at K={k_from} carried to K={inputs.k}: {scaled:.2f} "
                        f"(bound K̄ <= 1 + K; ASSUMED constant per-token acceptance)")  # fmt: skip
             k_bar = scaled
-        return k_bar, source
+        return k_bar, source, sigma
 
     def predict_row(self, inputs: RowInputs, *, model_id: str | None = None) -> RowPrediction:
         p = inputs.profile
-        k_bar, source = self.kbar_for(inputs)
+        k_bar, source, kbar_sigma = self.kbar_choice(inputs)
         context = kp.shape_for(inputs.corpus).context(p.family)
         r = r_ratio(p, inputs.gpu, inputs.tp, concurrency=inputs.concurrency,
                     draft_tokens=kp.draft_tokens(k_bar, inputs.k), context=context, k=inputs.k,
@@ -154,7 +179,7 @@ class CalibratedModel(BaseModel):
                 terms["model_effect"] = self.model_effects[key]
         delta = sum(terms.values())
         # Off its host class the residual and model spread still apply (the fit's evidence of what K̄/R misses).
-        sigma = math.hypot(self.sigma_residual, 0.0 if (seen and applied) else self.sigma_model)
+        sigma = math.hypot(self.sigma_residual, 0.0 if (seen and applied) else self.sigma_model, kbar_sigma)
         return RowPrediction(mu=offset + delta, sigma=max(sigma, MIN_SIGMA), k_bar=k_bar, k_bar_source=source, r=r,
                              context=context, offset=offset, delta=delta, terms=terms, model_seen=seen,
                              fitted_applied=applied)  # fmt: skip

@@ -89,14 +89,19 @@ def max_draft(k: int) -> int:
 
 
 def kbar_at_k(k_bar: float, k_from: int, k_to: int) -> float:
-    """K̄ measured (or assumed) at K = ``k_from``, carried to K = ``k_to``.
+    """K̄ measured (or assumed) at K = ``k_from``, carried to K = ``k_to`` (suffix decoding).
 
     Bound: a draft of at most n = max_draft(K) tokens emits at most 1 + n tokens, so K̄ ≤ 1 + n.
     ASSUMED shape between the bounds: each further drafted token is accepted with one constant
     probability a (K̄(n) = 1 + a + … + aⁿ), a solved from ``k_bar`` at ``k_from``. Not fitted: no
     seed run varied K.
     """
-    n0, n1 = max_draft(k_from), max_draft(k_to)
+    return kbar_at_draft(k_bar, max_draft(k_from), max_draft(k_to))
+
+
+def kbar_at_draft(k_bar: float, n0: int, n1: int) -> float:
+    """K̄ at a longest draft of ``n0`` tokens carried to one of ``n1`` (the shape of :func:`kbar_at_k`;
+    n-gram drafts exactly K tokens, so its n is K itself)."""
     kb = min(max(k_bar, 1.0), 1.0 + n0)
     if n0 == n1 or n0 == 0:
         return min(kb, 1.0 + n1)
@@ -109,6 +114,140 @@ def kbar_at_k(k_bar: float, k_from: int, k_to: int) -> float:
         mid = (lo + hi) / 2
         lo, hi = (mid, hi) if total(mid, n0) < kb else (lo, mid)
     return total((lo + hi) / 2, n1)
+
+
+NGRAM_ACCEPTANCE = 0.76
+"""Share of n-gram's drafted tokens that vLLM accepts (accepted / drafted), MEASURED with real weights:
+SmolLM2-135M-Instruct at K = 4 on vLLM 0.32 (CPU, calibration/real_cpu/run-20261201: humaneval 0.82,
+sharegpt 0.71; their mean is the constant). The H200 runs (vLLM 0.26, calibration/gpu_real/
+h200-vllm0.26.0/smol-r*, 12 runs: 0.69-0.81, median 0.76) agree and are not used to set it, so the
+H200 evaluation stays out of sample. With it a step's verified tokens per sequence are
+1 + (K̄ - 1) / NGRAM_ACCEPTANCE: n-gram drafts exactly K tokens when it matches (4.00 tokens per
+draft in every run above) and K̄ - 1 of them are accepted per step on average."""
+
+OWN_SOURCE = "own-output replay (SmolLM2-135M, CPU+H200)"
+"""How a K̄ prior from calibration/kbar_own_priors.csv is labelled wherever it is used."""
+OWN_PRIORS_FILE = "kbar_own_priors.csv"
+OWN_EVIDENCE_FILE = "kbar_own_evidence.csv"
+OWN_PRIOR_FAMILIES = ("instruct",)
+"""The class the own-output priors apply to: instruct models (their evidence is one instruct model;
+base models and reasoning traces are not its class)."""
+
+
+class OwnKbarPrior(BaseModel):
+    """One row of calibration/kbar_own_priors.csv (calibration/KBAR_PRIORS.md: measured acceptance with
+    real weights, per corpus and method, the spread over settings and hosts as its interval)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    corpus: str
+    method: str
+    k: int
+    k_bar: float
+    k_bar_low: float
+    k_bar_high: float
+    own_over_reference: float
+    own_over_reference_low: float
+    own_over_reference_high: float
+    settings: int
+    hosts: str
+    model: str
+    source: str
+
+
+class KbarChoice(BaseModel):
+    """K̄ for one method where it is not measured: value, its 90 % band, the K it is at, where it came from."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    k_bar: float
+    low: float
+    high: float
+    k: int
+    source: str
+
+    @property
+    def log_sigma(self) -> float:
+        """Standard deviation of log K̄ the band implies (a 90 % band: ±1.645 σ)."""
+        return math.log(max(self.high, 1.0) / max(self.low, 1.0)) / (2 * 1.6449) if self.high > self.low else 0.0
+
+
+def derive_own(rows: list[dict], *, exclude_host: str | None = None) -> list[dict]:
+    """kbar_own_priors.csv rows from kbar_own_evidence.csv rows (calibration/kbar_own_priors.py writes
+    them; ``exclude_host``: leave that host's rows out, for the leave-one-host-out check): per corpus
+    and method, ``k_bar`` = median measured K̄; low / high = the lowest and highest measured, each scaled
+    by its own-output replay's bootstrap interval where known, widened by the method's largest
+    |ln(own replay / measured)|; ``own_over_reference`` = median (min, max) of measured / reference."""
+    import statistics
+
+    def f(x):
+        return None if x in (None, "") else float(x)
+
+    rows = [r for r in rows if exclude_host is None or not r["host"].lower().startswith(exclude_host.lower())]
+
+    def band(r: dict) -> tuple[float, float]:
+        m, own = f(r["measured_k_bar"]), f(r["own_k_bar"])
+        lo, hi = f(r["own_ci_low"]) or own, f(r["own_ci_high"]) or own
+        return m * lo / own, m * hi / own
+
+    out = []
+    for corpus, method in sorted({(r["corpus"], r["method"]) for r in rows}):
+        group = [r for r in rows if r["corpus"] == corpus and r["method"] == method]
+        err = max(abs(f(r["ln_own"])) for r in rows if r["method"] == method)
+        ks = [f(r["measured_k_bar"]) for r in group]
+        bands = [band(r) for r in group]
+        ratio = [f(r["measured_over_reference"]) for r in group]
+        out.append({
+            "corpus": corpus, "method": method, "k": int(group[0]["k"]), "k_bar": round(statistics.median(ks), 4),
+            "k_bar_low": round(min(b[0] for b in bands) * math.exp(-err), 4),
+            "k_bar_high": round(max(b[1] for b in bands) * math.exp(err), 4),
+            "own_over_reference": round(statistics.median(ratio), 4), "own_over_reference_low": round(min(ratio), 4),
+            "own_over_reference_high": round(max(ratio), 4), "settings": len(group),
+            "hosts": "; ".join(sorted({r["host"] for r in group})), "model": "SmolLM2-135M-Instruct (real weights)",
+            "source": "calibration/kbar_own_evidence.csv rows " + ", ".join(sorted({r["source"] for r in group})),
+        })  # fmt: skip
+    return out
+
+
+@lru_cache(maxsize=1)
+def own_priors() -> tuple[OwnKbarPrior, ...]:
+    """calibration/kbar_own_priors.csv."""
+    try:
+        return tuple(OwnKbarPrior(**r) for r in _read_csv(OWN_PRIORS_FILE))
+    except (KeyError, ValueError) as exc:
+        raise DataError(f"calibration/{OWN_PRIORS_FILE}: invalid row: {exc}") from None
+
+
+def own_evidence() -> list[dict]:
+    """calibration/kbar_own_evidence.csv rows (strings)."""
+    return _read_csv(OWN_EVIDENCE_FILE)
+
+
+def own_prior(corpus: str | None, family: str, method: str = "suffix",
+              priors: tuple[OwnKbarPrior, ...] | list[OwnKbarPrior] | None = None) -> KbarChoice | None:  # fmt: skip
+    """The own-output prior of ``method`` for ``corpus``, when the model is of the class it applies to
+    (OWN_PRIOR_FAMILIES) and the file has the corpus; else None."""
+    if family not in OWN_PRIOR_FAMILIES or not corpus:
+        return None
+    rows = own_priors() if priors is None else priors
+    hit = next((p for p in rows if p.corpus == corpus and p.method == method), None)
+    if hit is None:
+        return None
+    return KbarChoice(k_bar=hit.k_bar, low=hit.k_bar_low, high=hit.k_bar_high, k=hit.k,
+                      source=f"{OWN_SOURCE} prior {corpus}/{method}:{hit.k}: {hit.k_bar:.2f} "
+                             f"[{hit.k_bar_low:.2f}, {hit.k_bar_high:.2f}] over {hit.settings} settings "
+                             f"(calibration/{OWN_PRIORS_FILE}; one model)")  # fmt: skip
+
+
+def ngram_kbar_for(workload, family: str, priors: tuple[OwnKbarPrior, ...] | list[OwnKbarPrior] | None = None) -> KbarChoice | None:
+    """n-gram's own K̄ for ``workload`` (a Workload): the replayed one (``k_bar_ngram``, e.g. ``recommend
+    --corpus FILE``), else the own-output prior of its corpus for the model's class, else None (the
+    caller falls back to a share of suffix decoding's, ASSUMED)."""
+    if workload.k_bar_ngram:
+        m = workload.k_bar_ngram
+        return KbarChoice(k_bar=m, low=m, high=m, k=workload.k_bar_ngram_k or 4,
+                          source=f"measured ({workload.k_bar_ngram_source or 'given'})")  # fmt: skip
+    return None if workload.corpus_is_file else own_prior(workload.corpus, family, "ngram", priors)
 
 
 def _read_csv(name: str) -> list[dict]:

@@ -43,15 +43,45 @@ def usable(records: list) -> list:
     return [r for r in records if r.outcome == "ok" and r.throughput_tok_s and r.gpu and r.weights == "real"]
 
 
-def evaluate(records: list, calibration_dir: Path, profile_of) -> dict:
-    """Score ``records`` (ProbeRecords read at the edge: ``cli/calibrate.py``'s ``calibration_records``)."""
+MODES = ("seed_priors", "priors", "own_output_replay")
+"""How K̄ reaches the predictor in evaluation (b):
+
+- ``seed_priors``: the seed-implied priors only (calibration/kbar_priors.csv; own-output priors off),
+  n-gram a share of suffix's (the state before the own-output priors);
+- ``priors``: the priors as shipped, own-output priors included, **leave-one-host-out**: derived from
+  calibration/kbar_own_evidence.csv without the scored host's rows (CPU-derived for H200 runs);
+- ``own_output_replay``: what ``recommend --corpus FILE`` does with a file of the model's own outputs:
+  K̄ (suffix and n-gram) replayed offline on the **vanilla** run's responses for the same prompts
+  (advisor.kbar.runs; handed in by the CLI as ``own_kbar``), no speculative run's counters in it."""
+
+
+def _summary(rows: list[dict], mode: str) -> dict:
+    errs = {m: [abs(math.log(r["modes"][mode]["options"][n]["predicted"] / o["measured"])) for r in rows
+                for n, o in r["options"].items() if n.startswith(m + ":") and n in r["modes"][mode]["options"]]
+            for m in ("suffix", "ngram")}  # fmt: skip
+    every = [e for v in errs.values() for e in v]
+    within = [r["modes"][mode]["within_2pct"] for r in rows if "within_2pct" in r["modes"][mode]]
+    med = statistics.median(every) if every else None
+    return {"settings": len(within), "chosen_within_2pct_share": round(sum(within) / len(within), 4) if within else None,
+            "median_abs_log_gain_error": round(med, 4) if med is not None else None,
+            "median_abs_log_gain_error_by_method": {m: round(statistics.median(v), 4) for m, v in errs.items() if v},
+            "meets_goal": bool(within) and all(within) and med is not None and med <= GOAL_MEDIAN_ABS_LOG}  # fmt: skip
+
+
+def evaluate(records: list, calibration_dir: Path, profile_of, own_kbar: dict | None = None) -> dict:
+    """Score ``records`` (ProbeRecords read at the edge: ``cli/calibrate.py``'s ``calibration_records``)
+    in each of MODES; ``own_kbar``: {(campaign, config, started_at): {"k_bar", "source"}} of the
+    own-output replays (``cli/calibrate.py``'s ``own_output_replays``)."""
     from advisor.domain.workload import Workload
     from advisor.errors import AdvisorError
     from advisor.hardware.gpus import get_gpu
     from advisor.predict import kbar_prior as kp
     from advisor.predict.absolute import ReplicaLayout, ngram_gain
-    from advisor.predict.api import predict
+    from advisor.predict.api import calibrated_model, predict
 
+    own_kbar = own_kbar or {}
+    shipped = calibrated_model()
+    evidence = kp.own_evidence()
     recs = usable(records)
     by: dict[str, list] = {}
     for r in recs:
@@ -73,54 +103,111 @@ def evaluate(records: list, calibration_dir: Path, profile_of) -> dict:
         cpu = ((van.host or {}).get("cpu") or {}).get("model")
         corpus = Path(van.corpus).stem if van.corpus.endswith(".jsonl") else van.corpus
         work = Workload(corpus=corpus, concurrency=van.concurrency)
+        loho = [kp.OwnKbarPrior(**x) for x in kp.derive_own(evidence, exclude_host=van.gpu)]
+        fits = {"seed_priors": shipped.model_copy(update={"own_priors": []}),
+                "priors": shipped.model_copy(update={"own_priors": loho}), "own_output_replay": shipped}  # fmt: skip
         # each pass's speculative run against that pass's vanilla (the latest one started before it), then
         # the median over passes of each configuration's gain and K̄
         gains: dict[str, list[float]] = {}
         kbars: dict[str, list[float]] = {}
+        owns: dict[str, list[dict]] = {}
         for s in sorted(specs, key=lambda r: r.started_at):
             before = [v for v in vans if v.started_at <= s.started_at] or vans
             gains.setdefault(s.config, []).append(s.throughput_tok_s / before[-1].throughput_tok_s)
             kbars.setdefault(s.config, []).append(s.tokens_per_step or s.mean_acceptance_length or 1.0)
-        options = {"vanilla": (1.0, 1.0)}
+            hit = own_kbar.get((s.campaign_id, s.config, s.started_at))
+            if hit:
+                owns.setdefault(s.config, []).append(hit)
+        options = {"vanilla": {"measured": 1.0}}
+        per_mode: dict[str, dict] = {m: {"options": {"vanilla": {"predicted": 1.0}}} for m in MODES}
         kbar_rows = {}
         for config, measured in gains.items():
             s = next(r for r in specs if r.config == config)
             method, k = config.split(":", 1)[0], int(config.split(":", 1)[1] or 0)
-            sp = predict(p, gpu, s.tensor_parallel_size, work, host_state="OFF", k=k if method == "suffix" else 32,
-                         cpu_model=cpu, vllm_version=s.vllm_version)  # fmt: skip
-            if method == "suffix":
-                pred, kb = sp.gain, sp.k_bar
-            else:
-                ctx = kp.shape_for(corpus).context(p.family)
-                pred = ngram_gain(p, gpu, ReplicaLayout(tp=s.tensor_parallel_size), s.concurrency, ctx, k, sp.k_bar)[0].value
-                kb = None  # n-gram's K̄ prior is suffix's (absolute.ngram_gain carries it); not reported as n-gram's own
-            options[config] = (pred, statistics.median(measured))
-            kbar_rows[config] = {"measured": round(statistics.median(kbars[config]), 3),
-                                 "predicted_from_priors": round(kb, 3) if kb is not None else None,
-                                 "passes": len(measured)}  # fmt: skip
-        chosen = max(options, key=lambda o: options[o][0])
-        best = max(m for _, m in options.values())
+            options[config] = {"measured": round(statistics.median(measured), 4)}
+            row_k = {"measured": round(statistics.median(kbars[config]), 3), "passes": len(measured)}
+            for mode in MODES:
+                w = work
+                own = None
+                if mode == "own_output_replay":
+                    if config not in owns:
+                        continue
+                    own = statistics.median(o["k_bar"] for o in owns[config])
+                    src = "own-output replay of the vanilla run's responses: " + "; ".join(sorted({o["source"] for o in owns[config]}))
+                    if method == "suffix":
+                        w = work.model_copy(update={"k_bar": own, "k_bar_k": k, "k_bar_own_outputs": True, "k_bar_source": src})
+                    else:
+                        w = work.model_copy(update={"k_bar_ngram": own, "k_bar_ngram_k": k, "k_bar_own_outputs": True,
+                                                    "k_bar_ngram_source": src})  # fmt: skip
+                sp = predict(p, gpu, s.tensor_parallel_size, w, host_state="OFF", k=k if method == "suffix" else 32,
+                             cpu_model=cpu, vllm_version=s.vllm_version, fitted=fits[mode])  # fmt: skip
+                if method == "suffix":
+                    pred, kb, ksrc = sp.gain, sp.k_bar, sp.k_bar_source
+                else:
+                    ctx = kp.shape_for(corpus).context(p.family)
+                    ng = (None if mode == "seed_priors" else
+                          kp.ngram_kbar_for(w, p.family, loho if mode == "priors" else None))  # fmt: skip
+                    pred = ngram_gain(p, gpu, ReplicaLayout(tp=s.tensor_parallel_size), s.concurrency, ctx, k, sp.k_bar,
+                                      ngram=ng)[0].value  # fmt: skip
+                    kb = ng.k_bar if ng is not None else None
+                    ksrc = ng.source if ng is not None else f"a share of suffix's K̄ {sp.k_bar:.2f} (ASSUMED)"
+                per_mode[mode]["options"][config] = {"predicted": round(pred, 4)}
+                row_k[mode] = {"k_bar": round(kb, 3) if kb is not None else None, "source": ksrc}
+            kbar_rows[config] = row_k
+        best = max(o["measured"] for o in options.values())
+        for mode, body in per_mode.items():
+            opts = body["options"]
+            if set(opts) != set(options):
+                continue  # a mode without every option (no replay for one) is not scored on the choice
+            chosen = max(opts, key=lambda o: opts[o]["predicted"])
+            body.update({"chosen": chosen, "chosen_frac": round(options[chosen]["measured"] / best, 4),
+                         "within_2pct": options[chosen]["measured"] >= (1 - GOAL_WITHIN) * best})  # fmt: skip
+        main = per_mode["priors"]
         rows.append({"campaign": cid, "model": van.model, "corpus": corpus, "concurrency": van.concurrency, "gpu": van.gpu,
-                     "options": {o: {"predicted": round(a, 4), "measured": round(b, 4)} for o, (a, b) in options.items()},
-                     "k_bar": kbar_rows, "chosen": chosen, "chosen_frac": round(options[chosen][1] / best, 4),
-                     "within_2pct": options[chosen][1] >= (1 - GOAL_WITHIN) * best})  # fmt: skip
+                     "options": {o: {"predicted": main["options"][o]["predicted"], "measured": v["measured"]} for o, v in options.items()},
+                     "k_bar": kbar_rows, "chosen": main["chosen"], "chosen_frac": main["chosen_frac"],
+                     "within_2pct": main["within_2pct"], "modes": per_mode})  # fmt: skip
     if not rows:
         return {"available": False, "reason": "no real-weight GPU probe campaigns under calibration/ (vanilla + "
                                               "suffix/ngram with weights=real)", "skipped": skipped}  # fmt: skip
-    errs = [abs(math.log(o["predicted"] / o["measured"])) for r in rows for name, o in r["options"].items() if name != "vanilla"]
-    med = statistics.median(errs)
-    by_method = {}
-    for m in ("suffix", "ngram"):
-        e = [abs(math.log(o["predicted"] / o["measured"])) for r in rows for n, o in r["options"].items() if n.startswith(m + ":")]
-        if e:
-            by_method[m] = round(statistics.median(e), 4)
-    kb = [(v["measured"], v["predicted_from_priors"]) for r in rows for v in r["k_bar"].values() if v["predicted_from_priors"]]
-    within = sum(r["within_2pct"] for r in rows) / len(rows)
-    return {"available": True, "campaigns": len(rows), "chosen_within_2pct_share": round(within, 4),
-            "median_abs_log_gain_error": round(med, 4), "median_abs_log_gain_error_by_method": by_method,
-            "k_bar_suffix": {"median_measured": round(statistics.median(m for m, _ in kb), 3) if kb else None,
-                             "median_predicted_from_priors": round(statistics.median(p for _, p in kb), 3) if kb else None,
-                             "median_abs_log_ratio": round(statistics.median(abs(math.log(p / m)) for m, p in kb), 4) if kb else None},
-            "method_note": "medians over passes of each setting's gain, each pass against its own vanilla; K̄ is not "
-                           "given to the predictor (its priors stand in), and is reported measured vs predicted",
-            "meets_goal": within == 1.0 and med <= GOAL_MEDIAN_ABS_LOG, "rows": rows, "skipped": skipped}  # fmt: skip
+    modes = {m: _summary(rows, m) for m in MODES}
+    kb = {m: [(v["measured"], v[m]["k_bar"]) for r in rows for c, v in r["k_bar"].items()
+              if c.startswith("suffix:") and m in v and v[m]["k_bar"]] for m in MODES}  # fmt: skip
+    for m, pairs in kb.items():
+        if pairs:
+            modes[m]["k_bar_suffix"] = {"median_measured": round(statistics.median(a for a, _ in pairs), 3),
+                                        "median_predicted": round(statistics.median(b for _, b in pairs), 3),
+                                        "median_abs_log_ratio": round(statistics.median(abs(math.log(b / a)) for a, b in pairs), 4)}  # fmt: skip
+    top = modes["priors"]
+    return {"available": True, "campaigns": len(rows), "chosen_within_2pct_share": top["chosen_within_2pct_share"],
+            "median_abs_log_gain_error": top["median_abs_log_gain_error"],
+            "median_abs_log_gain_error_by_method": top["median_abs_log_gain_error_by_method"],
+            "modes": modes, "own_priors_leave_one_host_out": own_priors_leave_one_host_out(evidence),
+            "method_note": "medians over passes of each setting's gain, each pass against its own vanilla; the top-level "
+                           "figures are mode 'priors' (shipped priors, own-output ones leave-one-host-out); modes: "
+                           "seed_priors (seed-implied priors only), priors, own_output_replay (K̄ replayed on the vanilla "
+                           "run's own outputs); the speculative runs' measured K̄ is never given to the predictor",
+            "meets_goal": top["meets_goal"], "rows": rows, "skipped": skipped}  # fmt: skip
+
+
+def own_priors_leave_one_host_out(evidence: list[dict] | None = None) -> dict:
+    """The own-output K̄ priors scored leave-one-host-out: for each host of calibration/kbar_own_evidence.csv,
+    priors derived from the other hosts' rows (kbar_prior.derive_own) against this host's measured K̄,
+    per method: median |ln(prior / measured)| and the share of settings inside the prior's band."""
+    from advisor.predict import kbar_prior as kp
+
+    rows = kp.own_evidence() if evidence is None else evidence
+    out = {}
+    for host in sorted({r["host"] for r in rows}):
+        key = host.split()[0]
+        priors = {(p["corpus"], p["method"]): p for p in kp.derive_own(rows, exclude_host=key)}
+        scored = [(r, priors.get((r["corpus"], r["method"]))) for r in rows if r["host"] == host]
+        by = {}
+        for m in ("suffix", "ngram"):
+            pairs = [(float(r["measured_k_bar"]), p) for r, p in scored if r["method"] == m and p]
+            if pairs:
+                by[m] = {"settings": len(pairs),
+                         "median_abs_log": round(statistics.median(abs(math.log(p["k_bar"] / k)) for k, p in pairs), 4),
+                         "in_band": round(sum(p["k_bar_low"] <= k <= p["k_bar_high"] for k, p in pairs) / len(pairs), 4)}  # fmt: skip
+        out[host] = {"priors_from": sorted({r["host"] for r in rows if r["host"] != host}), "by_method": by}
+    return out

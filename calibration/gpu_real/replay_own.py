@@ -32,15 +32,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from advisor.kbar.formats import AutoPrompt, _messages  # noqa: E402
-from advisor.kbar.ngram import NgramConfig, replay_ngram  # noqa: E402
-from advisor.kbar.replay import ReplayConfig, new_cache, replay  # noqa: E402
-from advisor.kbar.stats import Counts, figures  # noqa: E402
+from advisor.kbar.runs import by_config, method_k, pairs, read_records, replay_boot, responses  # noqa: E402
 from advisor.kbar.tokenize import load_tokenizer  # noqa: E402
-
-
-def _safe(label: str) -> str:
-    return "".join(c if c.isalnum() or c in "-_." else "_" for c in label)
 
 
 def reference_map(kind: str) -> dict[str, str]:
@@ -77,74 +70,26 @@ def _key(kind: str, prompt: str) -> str:
     return prompt
 
 
-def _pairs(tok, rows: list[dict], max_tokens: int, responses: list[str | None] | None = None) -> list:
-    """(prompt ids, response ids) of each row: the prompt as sent, the response (or ``responses[i]``)."""
-    prompts = [_messages(r["messages"]) if r.get("messages") else AutoPrompt(r["prompt"]) for r in rows]
-    texts = [r["response"] for r in rows] if responses is None else responses
-    keep = [i for i, t in enumerate(texts) if t and t.strip()]
-    enc = tok.encode_pairs([(prompts[i], texts[i]) for i in keep])
-    out = []
-    for i, (p, ids) in zip(keep, enc):
-        row = rows[i]
-        if responses is None and row.get("prompt_token_ids") and row.get("token_ids"):
-            out.append((row["prompt_token_ids"], row["token_ids"]))  # vLLM's own ids (EOS among them when generated)
-            continue
-        if responses is None:
-            cut = (rows[i].get("completion_tokens") or 0) >= max_tokens
-        else:
-            cut, ids = len(ids) >= max_tokens, ids[:max_tokens]
-        out.append((p, ids + ([] if cut or tok.eos_id is None else [tok.eos_id])))
-    return out
-
-
-def _figure(stats) -> dict:
-    c = Counts()
-    for s in stats:
-        c.add(s)
-    f = figures(c.total("output_tokens"), c.total("steps"), c.total("drafts"), c.total("draft_tokens"), c.total("accepted"))
-    return {"tokens_per_step": f["tokens_per_step"], "mean_acceptance_length": f["mean_acceptance_length"],
-            "drafts": c.total("drafts"), "draft_tokens": c.total("draft_tokens"), "accepted_tokens": c.total("accepted"),
-            "tokens": c.total("output_tokens"), "requests": c.n}  # fmt: skip
-
-
-def replay_boot(method: str, k: int, loads: list[tuple[int, list]]) -> list[dict]:
-    """Per-load figures of one boot's loads replayed in order (suffix: one warm cache)."""
-    out, rid = [], 0
-    cache = new_cache(ReplayConfig(num_speculative_tokens=k)) if method == "suffix" else None
-    for conc, pairs in loads:
-        if method == "suffix":
-            stats = list(replay(pairs, ReplayConfig(num_speculative_tokens=k, concurrency=conc), cache, first_id=rid))
-        else:
-            stats = list(replay_ngram(pairs, NgramConfig(num_speculative_tokens=k)))
-        rid += len(pairs)
-        out.append(_figure(stats))
-    return out
-
-
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("run_dir", type=Path)
     ap.add_argument("--model", type=Path, default=ROOT / ".cache" / "models" / "SmolLM2-135M-Instruct")
     args = ap.parse_args()
     run = args.run_dir
-    records = [json.loads(x) for x in (run / "records.jsonl").read_text().splitlines() if x.strip()]
-    records = [r for r in records if r.get("outcome") == "ok"]
+    records = read_records(run)
     tok = load_tokenizer(str(args.model))
     refs = {kind: reference_map(kind) for kind in ("humaneval", "sharegpt")}
-    by_cfg: dict[str, list[dict]] = {}
-    for r in records:
-        by_cfg.setdefault(r["config"], []).append(r)  # in load order (the file is appended as loads finish)
+    by_cfg = by_config(records)  # in load order (the file is appended as loads finish)
 
     def rows_of(cfg: str, rec: dict) -> list[dict]:
-        name = f"responses-{_safe(cfg)}-{Path(rec['corpus']).stem}-c{rec['concurrency']}.jsonl"
-        return [json.loads(x) for x in (run / name).read_text().splitlines() if x.strip()]
+        return responses(run, cfg, rec)
 
     vanilla = by_cfg.get("vanilla", [])
     out = []
     for cfg, recs in by_cfg.items():
         if cfg == "vanilla":
             continue
-        method, k = cfg.split(":")[0], int(cfg.split(":")[1].split("@")[0])
+        method, k = method_k(cfg)
         max_tokens = recs[0].get("max_tokens") or 256
         plain = {(r["corpus"], r["concurrency"]): rows_of("vanilla", r) for r in vanilla}
         loads = {"own": [], "own_same_run": [], "reference": []}
@@ -152,9 +97,9 @@ def main() -> int:
             rows = plain[(r["corpus"], r["concurrency"])]
             kind = "humaneval" if "humaneval" in Path(r["corpus"]).stem else "sharegpt"
             ref_texts = [refs[kind].get(_key(kind, x["prompt"])) for x in rows]
-            loads["own"].append((r["concurrency"], _pairs(tok, rows, max_tokens)))
-            loads["own_same_run"].append((r["concurrency"], _pairs(tok, rows_of(cfg, r), max_tokens)))
-            loads["reference"].append((r["concurrency"], _pairs(tok, rows, max_tokens, ref_texts)))
+            loads["own"].append((r["concurrency"], pairs(tok, rows, max_tokens)))
+            loads["own_same_run"].append((r["concurrency"], pairs(tok, rows_of(cfg, r), max_tokens)))
+            loads["reference"].append((r["concurrency"], pairs(tok, rows, max_tokens, ref_texts)))
         replayed = {name: replay_boot(method, k, ls) for name, ls in loads.items()}
         for i, r in enumerate(recs):
             row = {"config": cfg, "corpus": Path(r["corpus"]).stem, "concurrency": r["concurrency"],
