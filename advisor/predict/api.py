@@ -162,7 +162,11 @@ def predict(
     known = [p.id for p in hp.known()]
     ids = list(dict.fromkeys(match.profiles + known))
     by_profile = {pid: [model.predict_row(base.model_copy(update={"host_state": s, "build": pid})) for s in states]
-                  for pid in ids}  # fmt: skip
+                  for pid in match.profiles}  # fmt: skip
+    # The other known profiles are priced at the same K̄, so the host spread is the hosts' (R), not K̄'s source.
+    same_k = base.model_copy(update={"k_bar": by_profile[match.profiles[0]][0].k_bar, "k_bar_k": k})
+    by_profile.update({pid: [model.predict_row(same_k.model_copy(update={"host_state": s, "build": pid})) for s in states]
+                       for pid in ids if pid not in by_profile})  # fmt: skip
     mu_of = {pid: sum(r.mu for r in rows) / len(rows) for pid, rows in by_profile.items()}
     used = match.profiles
     mu = sum(mu_of[pid] for pid in used) / len(used)

@@ -239,15 +239,24 @@ def own_prior(corpus: str | None, family: str, method: str = "suffix",
                              f"(calibration/{OWN_PRIORS_FILE}; one model)")  # fmt: skip
 
 
-def ngram_kbar_for(workload, family: str, priors: tuple[OwnKbarPrior, ...] | list[OwnKbarPrior] | None = None) -> KbarChoice | None:
+def is_own_source(source: str | None) -> bool:
+    """True when a K̄ source string is an own-output prior (OWN_SOURCE)."""
+    return bool(source) and source.startswith(OWN_SOURCE)
+
+
+def ngram_kbar_for(workload, family: str, priors: tuple[OwnKbarPrior, ...] | list[OwnKbarPrior] | None = None, *,
+                   own_prior_ok: bool = True) -> KbarChoice | None:  # fmt: skip
     """n-gram's own K̄ for ``workload`` (a Workload): the replayed one (``k_bar_ngram``, e.g. ``recommend
-    --corpus FILE``), else the own-output prior of its corpus for the model's class, else None (the
-    caller falls back to a share of suffix decoding's, ASSUMED)."""
+    --corpus FILE``), else the own-output prior of its corpus for the model's class when ``own_prior_ok``
+    (the caller passes whether suffix decoding's prediction used its own-output prior, so the two methods
+    are never priced from different sources), else None (a share of suffix decoding's, ASSUMED)."""
     if workload.k_bar_ngram:
         m = workload.k_bar_ngram
         return KbarChoice(k_bar=m, low=m, high=m, k=workload.k_bar_ngram_k or 4,
                           source=f"measured ({workload.k_bar_ngram_source or 'given'})")  # fmt: skip
-    return None if workload.corpus_is_file else own_prior(workload.corpus, family, "ngram", priors)
+    if workload.corpus_is_file or not own_prior_ok:
+        return None
+    return own_prior(workload.corpus, family, "ngram", priors)
 
 
 def _read_csv(name: str) -> list[dict]:

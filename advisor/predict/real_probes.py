@@ -146,7 +146,8 @@ def evaluate(records: list, calibration_dir: Path, profile_of, own_kbar: dict | 
                 else:
                     ctx = kp.shape_for(corpus).context(p.family)
                     ng = (None if mode == "seed_priors" else
-                          kp.ngram_kbar_for(w, p.family, loho if mode == "priors" else None))  # fmt: skip
+                          kp.ngram_kbar_for(w, p.family, loho if mode == "priors" else None,
+                                            own_prior_ok=kp.is_own_source(sp.k_bar_source)))  # fmt: skip
                     pred = ngram_gain(p, gpu, ReplicaLayout(tp=s.tensor_parallel_size), s.concurrency, ctx, k, sp.k_bar,
                                       ngram=ng)[0].value  # fmt: skip
                     kb = ng.k_bar if ng is not None else None

@@ -1,0 +1,156 @@
+"""Evaluation (b) with K̄ from the model's own outputs (issue #22): the committed replays are what the
+code makes of the committed runs, the modes are scored on the shipped H200 campaign, n-gram's gain
+uses its own K̄ and a K-sized verification step, and the own-output priors keep to their class."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+RUNS = sorted((ROOT / "calibration" / "gpu_real").rglob("replay.json"))
+SMOL = ROOT / ".cache" / "models" / "SmolLM2-135M-Instruct"
+
+
+def _tokenizer():
+    from advisor.kbar.replay import arctic_available
+
+    if not arctic_available():
+        pytest.skip("Arctic Inference not installed (scripts/install_arctic.sh)")
+    if not (SMOL / "tokenizer.json").is_file() and not (SMOL / "tokenizer_config.json").is_file():
+        pytest.skip("SmolLM2-135M-Instruct not built (scripts/build_smollm2.py)")
+    from advisor.kbar.tokenize import load_tokenizer
+
+    return load_tokenizer(str(SMOL), allow_fallback=False)
+
+
+def test_committed_replays_are_what_the_code_produces():
+    """replay.json's own-output figures (calibration/gpu_real/replay_own.py) equal advisor.kbar.runs'
+    replay of the vanilla outputs now, and calibrate's edge reads the same K̄ either way."""
+    from advisor.cli.calibrate import own_output_replays
+    from advisor.kbar.runs import own_rows
+
+    assert len(RUNS) >= 2
+    tok = _tokenizer()
+    for path in RUNS:
+        committed = json.loads(path.read_text())["rows"]
+        made = own_rows(path.parent, tok)
+        assert [(r["config"], r["corpus"], r["concurrency"]) for r in made] == \
+               [(r["config"], r["corpus"], r["concurrency"]) for r in committed]  # fmt: skip
+        for a, b in zip(made, committed):
+            assert a["own"] == {k: v for k, v in b["own"].items() if k != "ln_error"}, (path, a["config"], a["corpus"])
+    cal = ROOT / "calibration"
+    live, stored = own_output_replays(cal, live=None), own_output_replays(cal, live=False)
+    assert set(live) == set(stored) and len(live) == 24
+    assert all(v["source"].startswith("replayed now") for v in live.values())
+    assert all(v["source"].startswith("committed") for v in stored.values())
+    assert all(live[k]["k_bar"] == stored[k]["k_bar"] for k in live)
+
+
+def test_modes_on_the_shipped_h200_campaign():
+    """Every mode is scored out of sample; the own-output replay lands K̄ within a few % of vLLM's and
+    cuts the suffix gain error against the priors; the choice (plain decoding) is right in every mode."""
+    from advisor.cli.calibrate import calibration_records, own_output_replays
+    from advisor.paths import data_path
+    from advisor.predict import real_probes
+    from advisor.predict.dataset import default_profile_of
+
+    if not SMOL.is_dir():
+        pytest.skip("SmolLM2-135M-Instruct not built (scripts/build_smollm2.py): its profile is read from it")
+    cal = data_path("calibration")
+    out = real_probes.evaluate(calibration_records(cal), cal, default_profile_of(), own_kbar=own_output_replays(cal, live=False))
+    assert out["available"] and out["campaigns"] == 6
+    modes = out["modes"]
+    assert set(modes) == set(real_probes.MODES)
+    for m in modes.values():
+        assert m["settings"] == 6 and m["chosen_within_2pct_share"] == 1.0
+    own, pri, seed = modes["own_output_replay"], modes["priors"], modes["seed_priors"]
+    assert own["k_bar_suffix"]["median_abs_log_ratio"] < 0.05 < pri["k_bar_suffix"]["median_abs_log_ratio"]
+    assert pri["k_bar_suffix"]["median_abs_log_ratio"] < seed["k_bar_suffix"]["median_abs_log_ratio"]
+    assert own["median_abs_log_gain_error_by_method"]["suffix"] < pri["median_abs_log_gain_error_by_method"]["suffix"]
+    assert out["median_abs_log_gain_error"] == pri["median_abs_log_gain_error"]
+    for row in out["rows"]:
+        for config, kb in row["k_bar"].items():
+            assert "replay of the vanilla run" in kb["own_output_replay"]["source"] or "own-output replay" in kb["own_output_replay"]["source"]
+            if config.startswith("suffix:"):  # leave-one-host-out: the H200 row is scored with CPU-derived priors
+                assert "over 2 settings" not in kb["priors"]["source"] and "over 1 settings" in kb["priors"]["source"]
+    loho = out["own_priors_leave_one_host_out"]
+    assert set(loho) == {"H200", "cpu (2 cores, this project's CI machine)"}
+    assert loho["H200"]["priors_from"] == ["cpu (2 cores, this project's CI machine)"]
+
+
+def test_ngram_gain_uses_its_own_kbar_and_a_k_sized_verification():
+    from advisor.hardware.gpus import get_gpu
+    from advisor.predict import kbar_prior as kp
+    from advisor.predict.absolute import ReplicaLayout, decode_step, ngram_gain
+    from advisor.predict.dataset import default_profile_of
+
+    p, gpu, lay = default_profile_of()("meta-llama/Llama-3.1-8B-Instruct"), get_gpu("H200"), ReplicaLayout(tp=1)
+    own = kp.KbarChoice(k_bar=1.6, low=1.6, high=1.6, k=4, source="measured (test)")
+    band, r, notes = ngram_gain(p, gpu, lay, 8, 2000.0, 4, 2.5, build="h200-vllm0.26.0", ngram=own)
+    verified = (1.6 - 1) / kp.NGRAM_ACCEPTANCE
+    plain, _ = decode_step(p, gpu, lay, 8, 2000.0)
+    verify, _ = decode_step(p, gpu, lay, 8, 2000.0, tokens_per_seq=1 + verified, spec=True, k=4, draft_share=verified / 4,
+                            method="ngram", build="h200-vllm0.26.0")  # fmt: skip
+    assert r == pytest.approx(verify / plain) and band.value == pytest.approx(1.6 / r)
+    assert "from measured (test)" in notes[0] and f"{1 + verified:.2f} tokens" in notes[1]
+    # suffix's K̄ does not move it once n-gram's own is known; a higher own K̄ gains more
+    assert ngram_gain(p, gpu, lay, 8, 2000.0, 4, 5.0, build="h200-vllm0.26.0", ngram=own)[0].value == pytest.approx(band.value)
+    more = own.model_copy(update={"k_bar": 2.2, "low": 2.2, "high": 2.2})
+    assert ngram_gain(p, gpu, lay, 8, 2000.0, 4, 2.5, build="h200-vllm0.26.0", ngram=more)[0].value > band.value
+    # K̄ is carried to another K within the bound K̄ <= 1 + K
+    assert ngram_gain(p, gpu, lay, 8, 2000.0, 1, 2.5, build="h200-vllm0.26.0", ngram=more)[0].value * r <= 2.0 * 1.5
+
+
+def test_own_priors_apply_to_instruct_models_off_the_seed_host_only():
+    from advisor.domain.workload import Workload
+    from advisor.hardware.gpus import get_gpu
+    from advisor.predict import kbar_prior as kp
+    from advisor.predict.api import predict
+    from advisor.predict.dataset import default_profile_of
+
+    prof = default_profile_of()
+    llama = prof("meta-llama/Llama-3.1-8B-Instruct")
+    work = Workload(corpus="humaneval", concurrency=8)
+    h200 = predict(llama, get_gpu("H200"), 1, work, host_state="OFF")
+    assert h200.k_bar_source.startswith(kp.OWN_SOURCE)
+    row = next(r for r in kp.own_priors() if r.corpus == "humaneval" and r.method == "suffix")
+    assert h200.k_bar == pytest.approx(row.k_bar)
+    b200 = predict(llama, get_gpu("B200"), 8, work.model_copy(update={"concurrency": 32}), host_state="OFF")
+    assert b200.k_bar_source.startswith("prior humaneval/instruct")  # the seed host keeps the priors its terms were fitted with
+    distill = prof("deepseek-ai/DeepSeek-R1-Distill-Qwen-7B")
+    assert not predict(distill, get_gpu("H200"), 1, work, host_state="OFF").k_bar_source.startswith(kp.OWN_SOURCE)
+    assert not predict(llama, get_gpu("H200"), 1, Workload(corpus="mbpp"), host_state="OFF").k_bar_source.startswith(kp.OWN_SOURCE)
+    # the prior's spread widens the interval against a measured K̄ of the same value
+    same = predict(llama, get_gpu("H200"), 1, work.model_copy(update={"k_bar": row.k_bar}), host_state="OFF")
+    assert math.log(h200.gain_high / h200.gain_low) > math.log(same.gain_high / same.gain_low)
+    assert kp.ngram_kbar_for(work, "instruct").source.startswith(kp.OWN_SOURCE)
+    assert kp.ngram_kbar_for(work, "base") is None
+
+
+def test_leave_one_host_out_priors_hold_out_the_host():
+    from advisor.predict import kbar_prior as kp
+
+    rows = kp.own_evidence()
+    cpu_only = kp.derive_own(rows, exclude_host="H200")
+    assert cpu_only and all(p["settings"] == 1 and p["hosts"].startswith("cpu") for p in cpu_only)
+    gpu_only = kp.derive_own(rows, exclude_host="cpu")
+    assert gpu_only and all(p["hosts"] == "H200" for p in gpu_only)
+    assert [kp.OwnKbarPrior(**p) for p in kp.derive_own(rows)] == list(kp.own_priors())
+
+
+def test_recommend_says_where_kbar_came_from():
+    from advisor.cli.recommend import _kbar_label
+    from advisor.domain.workload import Workload
+    from advisor.predict.kbar_prior import OWN_SOURCE
+
+    own = Workload(corpus="/x/own.jsonl", corpus_is_file=True, k_bar=2.1, k_bar_own_outputs=True)
+    assert _kbar_label(own, "measured").startswith("K̄ from the model's own outputs (replay")
+    ref = own.model_copy(update={"k_bar_own_outputs": False})
+    assert "not the model's own outputs" in _kbar_label(ref, "measured")
+    assert _kbar_label(Workload(corpus="humaneval"), "prior humaneval/instruct (seed)") == \
+           "K̄ prior (corpus humaneval: implied by the seed sweep)"  # fmt: skip
+    assert _kbar_label(Workload(corpus="sharegpt"), OWN_SOURCE + " prior sharegpt") == f"K̄ prior (corpus sharegpt: {OWN_SOURCE})"
