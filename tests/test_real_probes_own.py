@@ -154,3 +154,19 @@ def test_recommend_says_where_kbar_came_from():
     assert _kbar_label(Workload(corpus="humaneval"), "prior humaneval/instruct (seed)") == \
            "K̄ prior (corpus humaneval: implied by the seed sweep)"  # fmt: skip
     assert _kbar_label(Workload(corpus="sharegpt"), OWN_SOURCE + " prior sharegpt") == f"K̄ prior (corpus sharegpt: {OWN_SOURCE})"
+
+
+def test_without_arctic_the_suffix_replays_come_from_the_committed_files(monkeypatch):
+    from advisor.cli.calibrate import own_output_replays
+    from advisor.kbar import replay
+
+    if not SMOL.is_dir():
+        pytest.skip("SmolLM2-135M-Instruct not built (scripts/build_smollm2.py)")
+    monkeypatch.setattr(replay, "arctic_available", lambda: False)
+    got = own_output_replays(ROOT / "calibration")
+    assert len(got) == 24
+    for (_, config, _), v in got.items():
+        if config.startswith("suffix:"):
+            assert v["source"].startswith("committed") and "Arctic Inference not installed" in v["source"]
+        else:
+            assert v["source"].startswith("replayed now")

@@ -302,7 +302,7 @@ def own_output_replays(calibration_dir, *, live: bool | None = None) -> dict:
                     if (cfg, i) in live_rows:
                         out[key] = {"k_bar": live_rows[(cfg, i)], "source": f"replayed now ({rel}, advisor.kbar.runs)"}
                     elif (cfg, i) in committed:
-                        why = ("Arctic Inference not installed" if tok is not None and method == "suffix" else why_not) if live is not False else "asked for"
+                        why = "asked for" if live is False else why_not or "Arctic Inference not installed"
                         out[key] = {"k_bar": committed[(cfg, i)], "source": f"committed {rel}/replay.json ({why})"}
     return out
 
