@@ -170,3 +170,24 @@ def test_without_arctic_the_suffix_replays_come_from_the_committed_files(monkeyp
             assert v["source"].startswith("committed") and "Arctic Inference not installed" in v["source"]
         else:
             assert v["source"].startswith("replayed now")
+
+
+def test_recommend_text_with_a_file_of_own_outputs():
+    """`recommend --corpus FILE` of the model's own outputs says so in the decomposition line, and the
+    n-gram candidate is priced from n-gram's own replayed K̄."""
+    import os
+    import subprocess
+    import sys
+
+    _tokenizer()
+    own = ROOT / "calibration" / "gpu_real" / "h200-vllm0.26.0" / "smol-r1" / "responses-vanilla-humaneval-c8.jsonl"
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "ADVISOR_HUB_OFFLINE": "1"}
+    args = [sys.executable, "-m", "advisor", "--offline", "recommend", str(SMOL), "--gpu", "H200", "--gpus", "1", "--corpus", str(own)]
+    text = subprocess.run(args, capture_output=True, text=True, env=env, timeout=600, check=True).stdout
+    line = next(x for x in text.splitlines() if "gain = K̄ / R x fitted" in x)
+    assert "K̄ from the model's own outputs (replay of responses-vanilla-humaneval-c8.jsonl)" in line
+    out = subprocess.run(args + ["--json"], capture_output=True, text=True, env=env, timeout=600, check=True).stdout
+    rec = json.loads(out)
+    assert rec["workload"]["k_bar_own_outputs"] and rec["workload"]["k_bar_ngram"]
+    ngram = next(c for c in rec["candidates"] if c["speculative_method"] == "ngram")
+    assert any("n-gram tokens/step" in n and "from measured" in n for n in ngram["prediction"]["figure_notes"])

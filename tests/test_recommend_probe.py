@@ -19,7 +19,7 @@ from advisor.plan.probe_plan import probe_plan
 from advisor.domain.workload import Workload
 
 FAKE = Path(__file__).resolve().parent / "vllm_helpers" / "fake_vllm.py"
-UNSURE = "meta-llama/Llama-3.1-70B-Instruct"  # humaneval on 8 x H200: P(win) ≈ 0.31 (the host is matched only by its GPU)
+UNSURE = "meta-llama/Llama-3.1-8B-Instruct"  # humaneval on 8 x H200: P(win) ≈ 0.67 (the host is matched only by its GPU; K̄ the own-output prior)
 UNSURE_CORPUS = "humaneval"
 
 

@@ -138,9 +138,10 @@ def _print(rec, vllm, first: list[str] = ()) -> None:
         rows.append(("predicted gain", gain_row(p)))
         dc = p.decomposition
         if dc is not None:
-            host = f" (host profile {p.host_profile}, match: {p.host_match})" if p.host_profile else ""
+            host = f"; host profile {p.host_profile}, match: {p.host_match}" if p.host_profile else ""
+            plain = "plain decoding; the speculative candidates' " if p.method == "none" else ""
             rows.append(("gain = K̄ / R x fitted", f"{dc.k_bar:.2f} / {dc.r:.2f} x {dc.fitted_factor:.2f} = "
-                         f"{dc.k_bar / dc.r * dc.fitted_factor:.2f} ({_kbar_label(rec.workload, dc.sources.get('k_bar', ''))}){host}"))
+                         f"{dc.k_bar / dc.r * dc.fitted_factor:.2f} ({plain}{_kbar_label(rec.workload, dc.sources.get('k_bar', ''))}{host})"))
         if p.measured:
             ms = p.measured
             kb = f", K̄={ms.k_bar:.2f}" if ms.k_bar else ""
