@@ -45,7 +45,7 @@ def test_probe_exits_7_when_every_configuration_failed(run_cli):
 
 def test_readme_lists_the_exit_codes():
     text = " ".join(README.read_text(encoding="utf-8").split())
-    assert "8 `recommend` and `render`: nothing boots" in text
+    assert "8 `recommend`, `render` and `report`: nothing boots" in text
     assert re.search(r"7 `probe`: [^)]*every configuration failed", text)
     assert "sla_met" in text
 

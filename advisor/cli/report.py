@@ -25,7 +25,9 @@ def report_cmd(
     has them, and the decision trace (rules, warnings, command, host fingerprint).
 
     The page fetches nothing (inline SVG and CSS): it opens from a file on an air-gapped host.
-    The first report on a machine runs the leave-one-model-out evaluation (seconds; cached after)."""
+    The first report on a machine runs the leave-one-model-out evaluation (seconds; cached after).
+    Exit 8 when nothing boots, like `recommend` and `render`: the page is still written (it shows
+    why and the alternatives), and the reason is the first line on stderr."""
     from advisor.atomic import check_target
     from advisor.cli.recommend import recommend_maybe_probe
 
@@ -33,3 +35,10 @@ def report_cmd(
     rec, _probed = recommend_maybe_probe(model, opts, quiet=False)
     path = write_html(rec, model, out)
     print(path)
+    if rec.memory is not None and not rec.memory.boots:
+        import sys
+
+        from advisor.errors import NotBootableError
+
+        print(f"DOES NOT BOOT on {rec.host.gpus}x{rec.host.gpu}: {rec.memory.reason} (the page says what would)", file=sys.stderr)
+        raise typer.Exit(NotBootableError.exit_code)
