@@ -6,7 +6,6 @@ docker-compose 1.29's loader) and by running the checks themselves."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import stat
 import subprocess
@@ -23,10 +22,10 @@ from advisor.render.target import make_target
 from advisor.render.write import write_files
 from advisor.vllm_facts import facts
 from tests.render_helpers import unit as sd
+from tests.render_helpers.compose import compose_python
 from tests.render_helpers.fakebin import make_fake, which_in
 
 ROOT = Path(__file__).resolve().parents[1]
-COMPOSE_VENV = Path(os.environ.get("ADVISOR_COMPOSE_VENV", ROOT / ".cache" / "compose-venv"))
 SUFFIX = Decision(speculative_method="suffix", num_speculative_tokens=16, tensor_parallel_size=2, gpu_memory_utilization=0.85)
 VANILLA = SUFFIX.model_copy(update={"speculative_method": None, "num_speculative_tokens": None})
 PIN = facts("0.32").arctic_inference
@@ -129,12 +128,6 @@ def test_containerfile_is_from_the_versions_image_and_pins_arctic():
     assert "Containerfile" not in render_k8s(_target(VANILLA), VANILLA)
 
 
-def _compose_python() -> Path:
-    python = COMPOSE_VENV / "bin" / "python"
-    if not (COMPOSE_VENV / ".advisor-compose-ready").exists() or not python.exists():
-        pytest.skip(f"no docker-compose venv at {COMPOSE_VENV}: run scripts/setup_compose_venv.sh")
-    return python
-
 
 LOAD = """
 import json, sys
@@ -148,7 +141,7 @@ print(json.dumps({"build": svc.get("build"), "image": svc.get("image"), "entrypo
 
 
 def test_compose_builds_the_arctic_image_and_checks_it(tmp_path):
-    python = _compose_python()
+    python = compose_python()
     write_files(tmp_path, render_compose(_target(SUFFIX), SUFFIX))
     proc = subprocess.run([str(python.parent / "docker-compose"), "-f", str(tmp_path / "compose.yaml"), "config", "-q"],
                           capture_output=True, text=True, timeout=120, env={"PATH": "/usr/bin:/bin"})  # fmt: skip

@@ -7,13 +7,11 @@ orchestrator's own `$$` rule) or is refused."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import stat
 import subprocess
 from pathlib import Path
 
-import pytest
 import yaml
 
 from advisor.domain.decision import Decision
@@ -23,9 +21,9 @@ from advisor.render.target import make_target
 from advisor.render.write import write_files
 from tests.render_helpers.corpus import HOSTILE
 from tests.render_helpers.fakebin import make_fake
+from tests.render_helpers.compose import compose_python
 
 ROOT = Path(__file__).resolve().parents[1]
-COMPOSE_VENV = Path(os.environ.get("ADVISOR_COMPOSE_VENV", ROOT / ".cache" / "compose-venv"))  # read before conftest clears ADVISOR_*
 K8S_VERSION = "1.33.0"
 DECISION = Decision(speculative_method="suffix", num_speculative_tokens=16, tensor_parallel_size=4, gpu_memory_utilization=0.85,
                     env={"VLLM_PLUGINS": "", "PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"})  # fmt: skip
@@ -136,12 +134,6 @@ def test_k8s_hostile_values_arrive_exactly_and_validate():
     assert checked >= 80
 
 
-def _compose_python() -> Path:
-    python = COMPOSE_VENV / "bin" / "python"
-    if not (COMPOSE_VENV / ".advisor-compose-ready").exists() or not python.exists():
-        pytest.skip(f"no docker-compose venv at {COMPOSE_VENV}: run scripts/setup_compose_venv.sh")
-    return python
-
 
 LOAD = """
 import json, sys
@@ -158,7 +150,7 @@ print(json.dumps(out))
 
 
 def test_compose_file_validates_and_carries_the_command(tmp_path):
-    python = _compose_python()
+    python = compose_python()
     target = make_target("org/model", DECISION, extra_env=SECRETS, host="127.0.0.1", port=8001, resolve=False)
     write_files(tmp_path, render_compose(target, DECISION, image=IMAGE, gpu="H100"))
     assert stat.S_IMODE((tmp_path / "compose.yaml").stat().st_mode) == 0o600
@@ -175,7 +167,7 @@ def test_compose_file_validates_and_carries_the_command(tmp_path):
 
 
 def test_compose_hostile_values_arrive_exactly(tmp_path):
-    python = _compose_python()
+    python = compose_python()
     folders = {}
     for i, value in enumerate(v for v in HOSTILE if _ok(v)):
         target = make_target(value, DECISION, served_model_name=value, extra_env={"VLLM_HOSTILE": value}, resolve=False)

@@ -268,17 +268,22 @@ def test_page_without_prediction_or_memory_plan(tmp_path):
     assert text.count("<svg") == 2 and not EXTERNAL.findall(text)
 
 
-def test_hostile_model_path_is_escaped(reports, tmp_path):
-    """A model directory whose name is markup: the page shows it as text, never as an element."""
+def _report_of_model_dir(reports, tmp_path, name: str) -> str:
+    """The page `advisor report` writes for Llama-3.1-8B-Instruct's config in a directory called ``name``."""
     from conftest import CATALOG
 
-    model = tmp_path / "m<script>alert(1)<img src=x onerror=alert(2)>"
+    model = tmp_path / name
     model.mkdir()
     shutil.copy(CATALOG / "meta-llama" / "Llama-3.1-8B-Instruct" / "config.json", model / "config.json")
     page = tmp_path / "page.html"
     assert main(["--data-dir", str(reports["_data"]["path"]), "report", str(model), "--gpu", "H200", "--gpus", "1",
                  "--out", str(page)]) == 0  # fmt: skip
-    text = page.read_text()
+    return page.read_text()
+
+
+def test_hostile_model_path_is_escaped(reports, tmp_path):
+    """A model directory whose name is markup: the page shows it as text, never as an element."""
+    text = _report_of_model_dir(reports, tmp_path, "m<script>alert(1)<img src=x onerror=alert(2)>")
     assert "<script" not in text and "<img" not in text and not EXTERNAL.findall(text)
     assert "m&lt;script&gt;alert(1)&lt;img src=x onerror=alert(2)&gt;" in text
 
@@ -432,14 +437,6 @@ def test_overflow_probe_catches_text_outside_its_card(reports, tmp_path):
 def test_bidi_and_escape_characters_in_a_model_path_are_made_visible(reports, tmp_path):
     """A bidi override (U+202E, "Trojan Source") or an ESC in a model's path reaches neither the page
     nor the terminal as the character itself: both show its \\uNNNN / \\xNN escape."""
-    from conftest import CATALOG
-
-    model = tmp_path / "evil\u202egpj.exe\u2066\x1b[31m"
-    model.mkdir()
-    shutil.copy(CATALOG / "meta-llama" / "Llama-3.1-8B-Instruct" / "config.json", model / "config.json")
-    page = tmp_path / "page.html"
-    assert main(["--data-dir", str(reports["_data"]["path"]), "report", str(model), "--gpu", "H200", "--gpus", "1",
-                 "--out", str(page)]) == 0  # fmt: skip
-    text = page.read_text()
+    text = _report_of_model_dir(reports, tmp_path, "evil\u202egpj.exe\u2066\x1b[31m")
     assert not any(c in text for c in "\u202e\u2066\x1b")
     assert "evil\\u202egpj.exe\\u2066\\x1b[31m" in text

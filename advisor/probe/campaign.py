@@ -177,14 +177,7 @@ def probe_one(
     argv = server_argv(spec, cfg)
     safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in cfg.label)
     log_path = log_dir / f"{safe}-{datetime.now().strftime('%Y%m%dT%H%M%S')}.log"
-    base = dict(
-        campaign_id=cid, model=spec.model, config=cfg.label, corpus=spec.corpus, concurrency=spec.load.concurrency,
-        gpu=host["gpu"], gpus=host["gpus"], tensor_parallel_size=decision.tensor_parallel_size,
-        host_fingerprint=host["fingerprint"], host=host["host"], started_at=_now(), command=argv,
-        speculative_method=None if cfg.is_vanilla else cfg.method, num_speculative_tokens=cfg.k,
-        gpu_memory_utilization=decision.gpu_memory_utilization, max_model_len=decision.max_model_len,
-        max_tokens=spec.load.max_tokens, log_path=str(log_path), weights=spec.weights,
-    )  # fmt: skip
+    base = record_fields(spec, cfg, cid=cid, host=host, argv=argv, log_path=log_path)
     try:
         with running_server(
             argv, log_path=log_path, env={**decision.env, **spec.env}, boot_timeout_s=spec.boot_timeout_s, api=spec.api,
@@ -213,6 +206,26 @@ def probe_one(
     except (ValueError, TypeError, KeyError, IndexError, AttributeError, RecursionError) as exc:
         # A server answer of an unexpected shape: this configuration is recorded, the campaign goes on.
         return ProbeRecord(**base, outcome="error", failure=f"probe_error: malformed server answer: {type(exc).__name__}: {exc}")
+    return measured_record(base, load, win, cfg, vanilla_tput)
+
+
+def record_fields(spec: CampaignSpec, cfg: ProbeConfig, *, cid: str, host: dict, argv: list[str], log_path: Path) -> dict:
+    """The fields every record of ``cfg`` in this campaign carries, measured or not (boot, load and
+    counters add theirs): ``probe_one`` and the GPU driver ``calibration/gpu_real/real_campaign.py``."""
+    decision = probe_decision(cfg, spec.base)
+    return dict(
+        campaign_id=cid, model=spec.model, config=cfg.label, corpus=spec.corpus, concurrency=spec.load.concurrency,
+        gpu=host["gpu"], gpus=host["gpus"], tensor_parallel_size=decision.tensor_parallel_size,
+        host_fingerprint=host["fingerprint"], host=host["host"], started_at=_now(), command=argv,
+        speculative_method=None if cfg.is_vanilla else cfg.method, num_speculative_tokens=cfg.k,
+        gpu_memory_utilization=decision.gpu_memory_utilization, max_model_len=decision.max_model_len,
+        max_tokens=spec.load.max_tokens, log_path=str(log_path), weights=spec.weights,
+    )  # fmt: skip
+
+
+def measured_record(base: dict, load, win, cfg: ProbeConfig, vanilla_tput: float | None) -> ProbeRecord:
+    """The record of one finished load: ``base`` (``record_fields`` + boot facts), the load's result
+    and the counter window; counters no vLLM produces are recorded as unmeasurable, not raised."""
     ok = load.requests_ok > 0 and win.generation_tokens > 0
     failure = None if ok else "no_output: " + (load.errors[0] if load.errors else "no request finished")
     # Without spec-decode counters a spec run's tokens per step is unknown, not 1.

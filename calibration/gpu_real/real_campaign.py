@@ -39,7 +39,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from advisor.domain.decision import Decision  # noqa: E402
 from advisor.probe import metrics  # noqa: E402
 from advisor.probe.campaign import (  # noqa: E402
-    CampaignSpec, _measured_record, _now, _server_version, campaign_id, host_info, server_argv, summary_line,
+    CampaignSpec, _now, _server_version, campaign_id, host_info, measured_record, record_fields, server_argv,
+    summary_line,
 )
 from advisor.probe.configs import parse_configs, probe_decision  # noqa: E402
 from advisor.probe.corpus import Corpus, load_corpus  # noqa: E402
@@ -118,24 +119,15 @@ def main() -> int:
                         )  # fmt: skip
                         spec = spec0.model_copy(update={"corpus": path, "load": lspec})
                         cid = campaign_id(spec, host["fingerprint"])
-                        rec_base = dict(
-                            campaign_id=cid, model=args.model, config=cfg.label, corpus=path, concurrency=conc,
-                            gpu=host["gpu"], gpus=host["gpus"], tensor_parallel_size=decision.tensor_parallel_size,
-                            host_fingerprint=host["fingerprint"], host=host["host"], started_at=_now(), command=srv.argv,
-                            speculative_method=None if cfg.is_vanilla else cfg.method, num_speculative_tokens=cfg.k,
-                            gpu_memory_utilization=decision.gpu_memory_utilization, max_model_len=decision.max_model_len,
-                            max_tokens=args.max_tokens, log_path=str(log_path), weights=spec.weights,
-                            boot_s=round(srv.boot_s, 2), vllm_version=version,
-                        )  # fmt: skip
+                        rec_base = record_fields(spec, cfg, cid=cid, host=host, argv=srv.argv, log_path=log_path)
+                        rec_base.update(boot_s=round(srv.boot_s, 2), vllm_version=version)
                         before = metrics.scrape(srv.base_url)
                         load = run_load(srv.base_url, srv.served_model, srv.api, prompts, lspec, alive=lambda: srv.process.poll() is None)
                         after = metrics.scrape(srv.base_url)
-                        win = metrics.window(before, after)
-                        ok = load.requests_ok > 0 and win.generation_tokens > 0
-                        failure = None if ok else "no_output: " + (load.errors[0] if load.errors else "no request finished")
-                        tps = win.tokens_per_step if cfg.is_vanilla or win.accepted_tokens is not None else None
+                        # the measured window is the load's own, as in advisor probe (the scrapes' time is outside it)
+                        win = metrics.window(before, after, seconds=load.elapsed_s or None)
                         vt = vanilla_tput.get((path, conc))
-                        rec = _measured_record(rec_base, ok, failure, load, win, tps, cfg, vt)
+                        rec = measured_record(rec_base, load, win, cfg, vt)
                         if cfg.is_vanilla and rec.outcome == "ok":
                             vanilla_tput[(path, conc)] = rec.throughput_tok_s
                         store.insert(rec)
