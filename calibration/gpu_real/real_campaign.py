@@ -70,6 +70,9 @@ def main() -> int:
     ap.add_argument("--gmu", type=float, default=0.85)
     ap.add_argument("--max-model-len", type=int, default=4096)
     ap.add_argument("--boot-timeout", type=float, default=300)
+    ap.add_argument("--warmup-load", default=None, help="FILE:CONCURRENCY:START:END run once after each boot and "
+                    "discarded (not recorded): the speculative path's first shapes (graph replays, Triton kernels) "
+                    "warm before any measured window; its slice must not overlap the measured ones")
     ap.add_argument("--data-dir", required=True)
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
@@ -110,6 +113,16 @@ def main() -> int:
                 ) as srv:  # fmt: skip
                     version = _server_version(srv.base_url)
                     print(f"  booted in {srv.boot_s:.0f}s (vLLM {version}, api {srv.api})", flush=True)
+                    if args.warmup_load:
+                        wpath, wconc, wstart, wend = parse_load(args.warmup_load)
+                        wc = corpora.get(wpath) or load_corpus(wpath, max_chars=2 * room)
+                        wspec = LoadSpec(concurrency=wconc, duration_s=None, max_requests=wend - wstart,
+                                         max_tokens=args.max_tokens, temperature=0.0, ignore_eos=args.ignore_eos,
+                                         max_wall_s=300)  # fmt: skip
+                        t0 = time.monotonic()
+                        run_load(srv.base_url, srv.served_model, srv.api, wc.prompts[wstart:wend], wspec,
+                                 alive=lambda: srv.process.poll() is None)  # fmt: skip
+                        print(f"  warm-up load c{wconc} [{wstart}:{wend}] in {time.monotonic() - t0:.1f}s (discarded)", flush=True)
                     for path, conc, start, end in loads:
                         corpus = corpora[path]
                         prompts = corpus.prompts[start:end]
