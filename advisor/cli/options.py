@@ -12,7 +12,7 @@ GPUS = typer.Option(None, "--gpus", min=1, max=4096, help="GPUs for one server, 
 TP = typer.Option(None, "--tp", min=1, help="tensor_parallel_size (default: searched, TP x DP over --gpus).")
 CORPUS = typer.Option(
     None, "--corpus",
-    help="Traffic: a seed corpus name (sharegpt, wildchat, lmsys, humaneval, mbpp, swebench, mix) or a trace file (K̄ is measured from it).",
+    help="Traffic: a seed corpus name (sharegpt, wildchat, lmsys, humaneval, mbpp, swebench, mix), a corpus with a published acceptance figure (specbench, blazedit, agenticsql) or a trace file (K̄ is measured from it).",
 )  # fmt: skip
 TOKENIZER = typer.Option(None, "--tokenizer", help="Tokenizer for a --corpus file (default: the model's).")
 DEFAULT_CONCURRENCY = 32

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from advisor.domain.corpora import SEED_CORPORA
+from advisor.domain.corpora import KNOWN_CORPORA
 from advisor.domain.host import HostContext
 from advisor.domain.prediction import RecommendedPrediction
 from advisor.domain.workload import Workload
@@ -16,14 +16,14 @@ from advisor.model.schema import ModelProfile
 
 def workload_for(corpus: str | None, concurrency: int, tokenizer: str, k: int, *, on_progress=None,
                  allow_fallback: bool = True) -> Workload:  # fmt: skip
-    """A seed corpus name, a trace file (K̄ measured with ``advisor kbar``'s estimator), or unknown.
+    """A known corpus name (seed or published), a trace file (K̄ measured with ``advisor kbar``'s estimator), or unknown.
 
     ``allow_fallback``: when ``tokenizer`` (the model's, by default) cannot be loaded, measure with
     the labelled built-in fallback and say so in ``notes``; False (the user named ``--tokenizer``)
     fails like ``advisor kbar`` does."""
     if corpus is None:
         return Workload(concurrency=concurrency)
-    if corpus in SEED_CORPORA:
+    if corpus in KNOWN_CORPORA:
         return Workload(corpus=corpus, concurrency=concurrency)
     try:
         path = Path(corpus).expanduser()
@@ -32,7 +32,7 @@ def workload_for(corpus: str | None, concurrency: int, tokenizer: str, k: int, *
 
         raise _Usage(f"--corpus {corpus!r}: no such user's home directory") from None
     if not path.is_file():
-        raise UsageError(f"--corpus {corpus!r} is neither a seed corpus ({', '.join(SEED_CORPORA)}) nor a file")
+        raise UsageError(f"--corpus {corpus!r} is neither a known corpus ({', '.join(KNOWN_CORPORA)}) nor a file")
     from advisor.kbar.estimate import estimate_kbar
     from advisor.kbar.ngram import DEFAULT_NGRAM_K
     from advisor.kbar.replay import new_cache, ReplayConfig

@@ -10,7 +10,7 @@ class Workload(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     corpus: str | None = None
-    """A seed corpus name (advisor.domain.corpora.SEED_CORPORA), a trace file path, or None (unknown traffic)."""
+    """A known corpus name (advisor.domain.corpora.KNOWN_CORPORA), a trace file path, or None (unknown traffic)."""
     corpus_is_file: bool = False
     """True when ``corpus`` names a trace file the user gave."""
     concurrency: int = Field(default=32, ge=1)

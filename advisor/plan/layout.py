@@ -354,11 +354,12 @@ SUFFIX_TOKENS_CAP = 12
 
 
 def _ngram_kbar(workload, p: ModelProfile, sp):
-    """n-gram's own K̄: replayed on the workload's file, or the own-output prior where the suffix
-    prediction ``sp`` uses one (one source for both methods); None: a share of suffix's."""
+    """n-gram's own K̄: replayed on the workload's file, or the own-output (or published) prior where the
+    suffix prediction ``sp`` uses one (one source for both methods); None: a share of suffix's."""
     if workload is None:
         return None
-    return ngram_kbar_for(workload, p.family, own_prior_ok=is_own_source(getattr(sp, "k_bar_source", None)))
+    source = getattr(sp, "k_bar_source", None)
+    return ngram_kbar_for(workload, p.family, own_prior_ok=is_own_source(source), suffix_source=source)
 
 
 def _spec_gain(p, gpu, lay, method, k, n, context, suffix_gain, gains, k_ngram_ref,

@@ -10,7 +10,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from advisor.domain.corpora import SEED_CORPORA
+from advisor.domain.corpora import KNOWN_CORPORA
 from advisor.domain.decision import DSA_ENV, Decision
 from advisor.domain.host import HostContext
 from advisor.domain.prediction import RecommendedPrediction
@@ -44,7 +44,7 @@ def corpus_kind(workload: Workload) -> str:
         return "file"
     if workload.corpus == "mix":
         return "mix"
-    return "single" if workload.corpus in SEED_CORPORA else "unknown"
+    return "single" if workload.corpus in KNOWN_CORPORA else "unknown"
 
 
 def build_facts(profile: ModelProfile, host: HostContext, workload: Workload) -> dict[str, Any]:

@@ -10,7 +10,7 @@ import hashlib
 import json
 import math
 
-from advisor.domain.corpora import SEED_CORPORA
+from advisor.domain.corpora import KNOWN_CORPORA
 from advisor.domain.prediction import HostState, Prediction
 from advisor.domain.workload import Workload
 from advisor.hardware.gpus import GpuSpec
@@ -187,8 +187,8 @@ def predict(
         source = f"measured ({workload.k_bar_source or 'given'})" + row.k_bar_source.removeprefix("measured")
     elif workload.corpus and workload.corpus_is_file:
         source += "; trace file given without a measured K̄: run `advisor kbar` on it"
-    elif workload.corpus and workload.corpus not in SEED_CORPORA:
-        source += f"; corpus {workload.corpus!r} is not a seed corpus"
+    elif workload.corpus and workload.corpus not in KNOWN_CORPORA:
+        source += f"; corpus {workload.corpus!r} is not a known corpus"
     profiles_used = [hp.get(pid) for pid in used]
     r_source = "; ".join(f"step-cost model + host profile {p.id} (suffix step {p.suffix_step_s * 1e3:.2f} ms + "
                          f"{p.suffix_per_seq_s * 1e6:.0f} us/seq: {p.provenance.split(';')[0]})" for p in profiles_used)  # fmt: skip

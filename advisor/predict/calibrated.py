@@ -129,6 +129,12 @@ class CalibratedModel(BaseModel):
     own_priors_hosts: str = OWN_PRIORS_HOSTS
     """Where the own-output priors apply: ``all`` host profiles, or ``unfitted`` (only where the
     fitted terms do not: the seed host keeps the priors its terms were fitted with)."""
+    published_priors: list[kp.PublishedKbar] | None = None
+    """Published acceptance figures (calibration/kbar_published.csv when None; [] turns them off): the K̄
+    prior of their corpus for instruct models where no own-output prior applies, on host profiles the
+    fitted terms do not apply to and, on the fitted host, for corpora the seed priors have no row for
+    (kbar_prior.published_prior); their band in the interval. Evaluation (c) leaves out the rows of the
+    source it predicts."""
 
     def kbar_for(self, inputs: RowInputs) -> tuple[float, str]:
         """K̄ at ``inputs.k``: measured or the prior (at the seed's K=32), carried to this K (kbar_at_k)."""
@@ -147,6 +153,8 @@ class CalibratedModel(BaseModel):
             k_bar, source, k_from = inputs.k_bar, "measured", inputs.k_bar_k or inputs.k
         else:
             own = kp.own_prior(inputs.corpus, inputs.profile.family, "suffix", self.own_priors) if self._own_applies(inputs) else None
+            if own is None and (self._own_applies(inputs) or not kp.has_corpus_prior(self.priors, inputs.corpus, inputs.profile.family)):
+                own = kp.published_prior(inputs.corpus, inputs.profile.family, "suffix", self.published_priors)
             if own is not None:
                 k_bar, source, k_from, sigma = own.k_bar, own.source, own.k, own.log_sigma
             else:

@@ -245,18 +245,109 @@ def is_own_source(source: str | None) -> bool:
 
 
 def ngram_kbar_for(workload, family: str, priors: tuple[OwnKbarPrior, ...] | list[OwnKbarPrior] | None = None, *,
-                   own_prior_ok: bool = True) -> KbarChoice | None:  # fmt: skip
+                   own_prior_ok: bool = True, suffix_source: str | None = None,
+                   published: tuple[PublishedKbar, ...] | list[PublishedKbar] | None = None) -> KbarChoice | None:  # fmt: skip
     """n-gram's own K̄ for ``workload`` (a Workload): the replayed one (``k_bar_ngram``, e.g. ``recommend
     --corpus FILE``), else the own-output prior of its corpus for the model's class when ``own_prior_ok``
     (the caller passes whether suffix decoding's prediction used its own-output prior, so the two methods
-    are never priced from different sources), else None (a share of suffix decoding's, ASSUMED)."""
+    are never priced from different sources), else, when suffix decoding's K̄ came from a published prior
+    (``suffix_source``, its K̄ source string), the published n-gram prior of the same corpus from the same
+    publication, else None (a share of suffix decoding's, ASSUMED)."""
     if workload.k_bar_ngram:
         m = workload.k_bar_ngram
         return KbarChoice(k_bar=m, low=m, high=m, k=workload.k_bar_ngram_k or 4,
                           source=f"measured ({workload.k_bar_ngram_source or 'given'})")  # fmt: skip
-    if workload.corpus_is_file or not own_prior_ok:
+    if workload.corpus_is_file:
         return None
-    return own_prior(workload.corpus, family, "ngram", priors)
+    if own_prior_ok:
+        return own_prior(workload.corpus, family, "ngram", priors)
+    pub = published_source_id(suffix_source)
+    if pub is None:
+        return None
+    return published_prior(workload.corpus, family, "ngram", published, source=pub)
+
+
+PUBLISHED_FILE = "kbar_published.csv"
+PUBLISHED_SOURCE = "published acceptance"
+"""How a K̄ prior from calibration/kbar_published.csv is labelled wherever it is used."""
+PUBLISHED_FAMILIES = ("instruct",)
+"""The class published priors apply to: every figure in the table is of an instruct model (or does not name one)."""
+
+
+class PublishedKbar(BaseModel):
+    """One row of calibration/kbar_published.csv: a published acceptance figure (tokens per verification step,
+    the verified token included) of one method on one corpus, with its URL, the text quoted and what was read
+    into it (``assumed``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    source: str
+    """Publication id: a gain row of calibration/published/ with the same id is the same source."""
+    url: str
+    quote: str
+    corpus: str
+    method: str
+    """suffix or ngram."""
+    k: int
+    k_bar: float
+    model: str
+    gpu: str
+    assumed: str
+
+
+@lru_cache(maxsize=1)
+def published_kbars() -> tuple[PublishedKbar, ...]:
+    """calibration/kbar_published.csv."""
+    try:
+        return tuple(PublishedKbar(**r) for r in _read_csv(PUBLISHED_FILE))
+    except (KeyError, ValueError) as exc:
+        raise DataError(f"calibration/{PUBLISHED_FILE}: invalid row: {exc}") from None
+
+
+def published_spread(method: str, own: tuple[OwnKbarPrior, ...] | list[OwnKbarPrior] | None = None) -> float:
+    """Half-width in ln K̄ of a published prior's 90 % band: the median, over the own-output priors of
+    ``method`` (calibration/kbar_own_priors.csv), of ln(k_bar_high / k_bar_low) / 2 — how far measured K̄
+    of one corpus moved between settings and hosts, MEASURED. A published figure is one setting (its model,
+    prompts, lengths and tree), so a deployment of the same corpus is given that much room."""
+    import statistics
+
+    rows = [p for p in (own_priors() if own is None else own) if p.method == method and p.k_bar_low > 0]
+    if not rows:
+        raise DataError(f"calibration/{OWN_PRIORS_FILE} has no {method} row to size published priors' bands from")
+    return statistics.median(math.log(p.k_bar_high / p.k_bar_low) / 2 for p in rows)
+
+
+def published_prior(corpus: str | None, family: str, method: str = "suffix",
+                    rows: tuple[PublishedKbar, ...] | list[PublishedKbar] | None = None, *,
+                    source: str | None = None) -> KbarChoice | None:  # fmt: skip
+    """The published prior of ``method`` for ``corpus`` (from ``source`` only, when given), when the model
+    is of the class it applies to (PUBLISHED_FAMILIES); else None. ``rows``: the table (None: the shipped
+    one; evaluation (c) passes it without the held-out source's rows)."""
+    if family not in PUBLISHED_FAMILIES or not corpus:
+        return None
+    table = published_kbars() if rows is None else rows
+    hit = next((r for r in table if r.corpus == corpus and r.method == method and source in (None, r.source)), None)
+    if hit is None:
+        return None
+    s = published_spread(method)
+    lo, hi = max(1.0, hit.k_bar * math.exp(-s)), hit.k_bar * math.exp(s)
+    return KbarChoice(k_bar=hit.k_bar, low=lo, high=hi, k=hit.k,
+                      source=f"{PUBLISHED_SOURCE} [{hit.source}] {corpus}/{method}:{hit.k}: {hit.k_bar:.2f} [{lo:.2f}, {hi:.2f}] "
+                             f"({hit.url}; calibration/{PUBLISHED_FILE}; band: ±{s:.2f} in ln, the spread of measured K̄ "
+                             f"over settings of one corpus, calibration/{OWN_PRIORS_FILE})")  # fmt: skip
+
+
+def published_source_id(source: str | None) -> str | None:
+    """The publication id of a K̄ source string made by :func:`published_prior`, else None."""
+    if not source or not source.startswith(PUBLISHED_SOURCE + " ["):
+        return None
+    return source[len(PUBLISHED_SOURCE) + 2:].split("]", 1)[0]
+
+
+def has_corpus_prior(priors: tuple[KbarPrior, ...] | list[KbarPrior], corpus: str | None, family: str) -> bool:
+    """True when the seed-implied priors have a row of their own for ``corpus`` (not the fallback)."""
+    group = family_group(family)
+    return any(p.corpus == (corpus or "") and p.family_group == group for p in priors)
 
 
 def _read_csv(name: str) -> list[dict]:
