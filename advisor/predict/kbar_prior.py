@@ -341,7 +341,7 @@ def published_source_id(source: str | None) -> str | None:
     """The publication id of a K̄ source string made by :func:`published_prior`, else None."""
     if not source or not source.startswith(PUBLISHED_SOURCE + " ["):
         return None
-    return source[len(PUBLISHED_SOURCE) + 2:].split("]", 1)[0]
+    return source[len(PUBLISHED_SOURCE) + 2 :].split("]", 1)[0]
 
 
 def has_corpus_prior(priors: tuple[KbarPrior, ...] | list[KbarPrior], corpus: str | None, family: str) -> bool:
