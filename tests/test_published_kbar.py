@@ -50,8 +50,9 @@ def test_published_priors_reach_recommend_with_their_citation(run_cli):
     suffix = next(c for c in rec["candidates"] if c["speculative_method"] == "suffix" and c.get("prediction"))
     assert suffix["k_bar"] == pytest.approx(row.k_bar)
     # the chosen prediction's K̄ source names the publication and its URL (n-gram's from the same source)
-    src = rec["prediction"]["k_bar_source"]
-    assert kp.PUBLISHED_SOURCE in src and row.source in src and "https://" in src
+    if rec["decision"]["speculative_method"] in ("suffix", "ngram"):  # both have a published K̄ on SpecBench (plain: K̄ 1)
+        src = rec["prediction"]["k_bar_source"]
+        assert kp.PUBLISHED_SOURCE in src and row.source in src and "https://" in src
     # the predictor's own path: suffix takes the published prior (with its band) on the H200 ...
     from advisor.domain.workload import Workload
     from advisor.hardware.gpus import get_gpu
