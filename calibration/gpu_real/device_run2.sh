@@ -24,13 +24,13 @@ mkdir -p $L8 && cp catalog/models/meta-llama/Llama-3.1-8B-Instruct/config.json $
   && cp $SMOL/tokenizer.json $SMOL/tokenizer_config.json $L8/
 python3 -m advisor --data-dir $R/advisor-data host --json > $R/host.json 2>$R/host.err
 echo "== dummy 8B $(date +%T)"
-python3 calibration/gpu_real/real_campaign.py --model $L8 --configs vanilla,suffix:32,suffix:4,ngram:8 --dummy-weights \
+python3 calibration/gpu_real/real_campaign.py --model $L8 --configs vanilla,suffix:32,suffix:4 --dummy-weights \
   --ignore-eos --warmup-load $D/sharegpt.jsonl:32:500:564 \
   --load $D/sharegpt.jsonl:1:0:8 --load $D/sharegpt.jsonl:8:8:56 --load $D/sharegpt.jsonl:32:56:248 \
   --max-tokens 256 --gmu 0.85 --max-model-len 4096 --boot-timeout 300 --server-cmd "$SERVER" --api completions \
   --data-dir $R/advisor-data --out $R/l8-dummy-k
 echo "== real $(date +%T)"
-python3 calibration/gpu_real/real_campaign.py --model $SMOL --configs vanilla,suffix:32,suffix:4 \
+python3 calibration/gpu_real/real_campaign.py --model $SMOL --configs vanilla,suffix:4,suffix:32 \
   --warmup-load $D/sharegpt.jsonl:32:500:564 \
   --load $D/humaneval.jsonl:1:0:8 --load $D/humaneval.jsonl:8:8:40 --load $D/humaneval.jsonl:32:40:136 \
   --load $D/sharegpt.jsonl:1:0:8 --load $D/sharegpt.jsonl:8:8:56 --load $D/sharegpt.jsonl:32:56:184 \
