@@ -215,6 +215,18 @@ def _print_published(pub: dict) -> None:
               f" (goal <= {pub['goal']['median_abs_log']}, 80-95%: {'met' if v['meets_goal'] else 'NOT met'})")
 
 
+def reader_with_hosts(calibration_dir):
+    """``read_jsonl_records`` with each record's host filled in from a committed probe store's record of the
+    same host fingerprint (records.jsonl files leave the host to the store)."""
+    hosts = {r.host_fingerprint: r.host for r in calibration_records(calibration_dir) if r.host and r.host_fingerprint}
+
+    def read(folder) -> list:
+        return [r if r.host or r.host_fingerprint not in hosts else r.model_copy(update={"host": hosts[r.host_fingerprint]})
+                for r in read_jsonl_records(folder)]  # fmt: skip
+
+    return read
+
+
 def calibration_records(calibration_dir) -> list:
     """Every ProbeRecord committed under ``calibration_dir`` (probe stores and records.jsonl files), deduplicated."""
     from advisor.probe.record import ProbeRecord
@@ -232,7 +244,10 @@ def calibration_records(calibration_dir) -> list:
                     r = ProbeRecord.model_validate_json(line)
                 except ValueError:
                     continue
-                seen[(r.campaign_id, r.config, r.started_at)] = r
+                key = (r.campaign_id, r.config, r.started_at)
+                if r.host is None and key in seen and seen[key].host is not None:
+                    r = r.model_copy(update={"host": seen[key].host})  # records.jsonl leaves the host to the store
+                seen[key] = r
     return list(seen.values())
 
 
@@ -337,11 +352,15 @@ def calibrate_cmd(
         from advisor.predict import host_infer, published, real_probes
 
         res["published"] = published.evaluate(data_path("calibration"), profile_of)
+        real = host_infer.serving_real_fit(data_path("calibration"), profile_of, reader_with_hosts(data_path("calibration")))
+        held_out = {c: v["profile"]["id"] for c, v in real.get("leave_one_corpus_out", {}).items()}
         res["real_probes"] = real_probes.evaluate(calibration_records(data_path("calibration")), data_path("calibration"), profile_of,
-                                                  own_kbar=own_output_replays(data_path("calibration")))  # fmt: skip
+                                                  own_kbar=own_output_replays(data_path("calibration")),
+                                                  held_out_hosts=held_out)  # fmt: skip
         res["host_profiles"] = {"seed_inferred": host_infer.infer(obs, profile_of)["best"],
-                                "profiles": [p.model_dump() for p in host_infer.hp.known()],
+                                "profiles": [p.model_dump() for p in host_infer.hp.listed()],
                                 "probe_check": _probe_check(profile_of),
+                                "serving_real_fit": real,
                                 "serving_fit": host_infer.serving_fit(data_path("calibration"), profile_of, read_jsonl_records)}
         if json_out:
             emit_json(res)

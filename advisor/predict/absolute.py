@@ -217,9 +217,9 @@ def ngram_gain(p: ModelProfile, gpu: GpuSpec, lay: ReplicaLayout, seqs: int, con
         verified, share = min(float(k), max(1.0, mid - 1) * 1.5), 0.6
         sizing = f"n-gram verifies {1 + verified:.2f} tokens per sequence per step (1.5 x drafted, ASSUMED with the share)"
     builds = [build] if build else hp.match(gpu.name).profiles
-    plain, _ = decode_step(p, gpu, lay, seqs, context)
     rs = []
     for b in builds:
+        plain, _ = decode_step(p, gpu, lay, seqs, context, build=b)  # the host's floor of a plain step, where measured
         verify, _ = decode_step(p, gpu, lay, seqs, context, tokens_per_seq=1 + verified, spec=True, k=k, draft_share=share,
                                 method="ngram", build=b)  # fmt: skip
         rs.append(verify / plain)

@@ -112,8 +112,9 @@ def probe_pairs(records) -> dict[str, list[_Pair]]:
     for recs in by.values():
         vans = [r for r in recs if r.config == "vanilla" and not _no_async(r)]
         for suf in (r for r in recs if r.config.startswith(("suffix:", "ngram:")) and "@" not in r.config and r.tokens_per_step):
-            if vans:
-                out.setdefault(suf.host_fingerprint, []).append(_Pair(max(vans, key=lambda v: v.started_at), suf))
+            if vans:  # the pass's own vanilla: the latest started before the speculative run (else the first)
+                before = [v for v in vans if v.started_at <= suf.started_at] or [min(vans, key=lambda v: v.started_at)]
+                out.setdefault(suf.host_fingerprint, []).append(_Pair(max(before, key=lambda v: v.started_at), suf))
     return out
 
 
@@ -150,6 +151,43 @@ def fit_async_off(pairs: list[tuple]) -> tuple[float, float]:
     mx, my = statistics.fmean(xs), statistics.fmean(ys)
     b = max(0.0, sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs))
     return max(0.0, my - b * mx), b
+
+
+FLOOR_HOST_BOUND = 0.5
+"""A vanilla run measures the host's floor when the modelled GPU step is below this share of its measured step
+(a 135M model: 0.3-0.5 ms modelled against 2-5 ms measured; an 8B one is GPU-bound and left out)."""
+
+
+def _ctx(r, profile) -> float:
+    return kp.shape_for(None if r.corpus.endswith((".jsonl", ".json", ".txt")) else r.corpus).context(profile.family)
+
+
+def fit_plain_floor(vans, profile_of: ProfileFn) -> dict:
+    """The host floor of a plain step (per-step + per-sequence x sequences, seconds) from vanilla runs whose
+    modelled GPU step is far below the measured one (FLOOR_HOST_BOUND): least squares of the measured step
+    (concurrency / throughput) on concurrency, slope >= 0. Runs that are GPU-bound say nothing about it."""
+    from advisor.predict.stepcost import StepShape, step_cost
+
+    obs, skipped = [], 0
+    for v in vans:
+        m = profile_for_record(v.model, profile_of)
+        g = step_cost(m, get_gpu(v.gpu), v.tensor_parallel_size,
+                      StepShape(seqs=v.concurrency, tokens_per_seq=1, context=_ctx(v, m))).total  # fmt: skip
+        meas = v.concurrency / v.throughput_tok_s
+        if g < FLOOR_HOST_BOUND * meas:
+            obs.append((float(v.concurrency), meas))
+        else:
+            skipped += 1
+    if not obs:
+        return {"step_s": 0.0, "per_seq_s": 0.0, "runs": 0, "gpu_bound_runs": skipped}
+    xs, ys = [x for x, _ in obs], [y for _, y in obs]
+    if len(set(xs)) < 2:
+        a, b = statistics.fmean(ys), 0.0
+    else:
+        mx, my = statistics.fmean(xs), statistics.fmean(ys)
+        b = max(0.0, sum((x - mx) * (y - my) for x, y in obs) / sum((x - mx) ** 2 for x in xs))
+        a = max(0.0, my - b * mx)
+    return {"step_s": round(a, 6), "per_seq_s": round(b, 7), "runs": len(obs), "gpu_bound_runs": skipped}
 
 
 def profile_for_record(model: str, profile_of: ProfileFn):
@@ -213,7 +251,7 @@ def _fit_method(pairs: list[_Pair], profile_of: ProfileFn, base: str, method: st
 
 
 def profile_from_probes(pairs: list[_Pair], profile_of: ProfileFn, base: str = "release",
-                        async_pairs: list[tuple] | None = None) -> dict:  # fmt: skip
+                        async_pairs: list[tuple] | None = None, plain_floor: bool = True) -> dict:  # fmt: skip
     """The (per-step, per-sequence) cost of each probed method (suffix, n-gram) that reproduces the R
     these probes measured (least summed |ln R_pred / R_meas| on FIT_STEP_S x FIT_PER_SEQ_S; ties: the
     smaller per-sequence share), with the async-scheduling-off share where ``--no-async-scheduling``
@@ -224,8 +262,20 @@ def profile_from_probes(pairs: list[_Pair], profile_of: ProfileFn, base: str = "
     by = {m: [p for p in pairs if p.method == m] for m in ("suffix", "ngram")}
     if not pairs:
         raise DataError("no vanilla + suffix:K / ngram:K probe pairs to fit a host profile from")
-    fits = {m: _fit_method(ps, profile_of, base, m) for m, ps in by.items() if ps}
     notes = []
+    floor = {"step_s": 0.0, "per_seq_s": 0.0, "runs": 0}
+    if plain_floor:
+        vans = list({id(p.van): p.van for p in pairs}.values())
+        floor = fit_plain_floor(vans, profile_of)
+        if floor["runs"]:
+            src = hp.get(base)
+            base = f"{src.id}?floor{floor['step_s']:.6f}/{floor['per_seq_s']:.7f}"
+            hp.register(src.model_copy(update={"id": base, "aliases": "", "plain_floor_step_s": floor["step_s"],
+                                               "plain_floor_per_seq_s": floor["per_seq_s"], "provenance": "candidate",
+                                               "source": "host_infer"}))  # fmt: skip
+            notes.append(f"plain-step host floor: MEASURED ({floor['runs']} host-bound vanilla run(s), "
+                         "host_infer.fit_plain_floor; async scheduling overlaps it with the GPU's step)")  # fmt: skip
+    fits = {m: _fit_method(ps, profile_of, base, m) for m, ps in by.items() if ps}
     for m, (a, b, concs) in fits.items():
         notes.append(f"{m}: MEASURED by advisor probe ({len(by[m])} vanilla/{m} pair(s) at concurrency "
                      f"{', '.join(map(str, concs))}; R = tokens per step / gain, fitted by host_infer.profile_from_probes"
@@ -254,7 +304,7 @@ def profile_from_probes(pairs: list[_Pair], profile_of: ProfileFn, base: str = "
         id=f"probe-{s.host_fingerprint[:12]}", gpu=s.gpu, cpu_model=((host.get("cpu") or {}).get("model") or "unknown"),
         vllm_version=s.vllm_version or "unknown", suffix_step_s=round(sa, 6), suffix_per_seq_s=round(sb, 6),
         ngram_step_s=round(na, 6), ngram_per_seq_s=round(nb, 6), async_off_step_s=aa, async_off_per_seq_s=ab,
-        provenance="; ".join(notes), source="probe store: campaigns " + ", ".join(sorted({p.suf.campaign_id for p in pairs})),
+        plain_floor_step_s=floor["step_s"], plain_floor_per_seq_s=floor["per_seq_s"], provenance="; ".join(notes), source="probe store: campaigns " + ", ".join(sorted({p.suf.campaign_id for p in pairs})),
     )  # fmt: skip
     fit_name = {"suffix": _method_candidate(base, "suffix", sa, sb), "ngram": _method_candidate(base, "ngram", na, nb)}
     table = [{"campaign": p.suf.campaign_id, "model": p.suf.model, "method": p.method, "concurrency": p.suf.concurrency,
@@ -348,3 +398,87 @@ def serving_fit(calibration_dir, profile_of: ProfileFn, read) -> dict:
         held_out = {"available": False, "reason": str(exc)}
     return {"available": True, "fitted_on": [f"{SERVING_CAMPAIGN}/{f}" for f in SERVING_FIT], "fit": fit,
             "held_out": held_out}
+
+
+SERVING_REAL_FIT = ("smol-r1", "smol-r2", "smol-k")
+"""The real-weight `vllm serve` folders of the H200 campaign the ``h200-vllm0.26.0-serving`` row is fitted on
+(SmolLM2-135M-Instruct: vanilla, suffix:4, suffix:32, ngram:4; humaneval and ShareGPT; concurrency 1, 8, 32;
+four passes, the last two warmed by a discarded load)."""
+SERVING_REAL_ASYNC = ("smol-noasync",)
+"""Its vanilla runs with ``--no-async-scheduling`` (the async-off share)."""
+SERVING_DUMMY_WARM = ("l8-dummy-k",)
+"""Warmed dummy-weight runs of the Llama-3.1-8B shape on the same host (vanilla, suffix:32, suffix:4, ngram:8):
+what a user's ``--dummy-weights`` probe measures, checked against the real-weight pairs."""
+
+
+def _local_profile_of(calibration_dir, profile_of: ProfileFn) -> ProfileFn:
+    from advisor.errors import AdvisorError
+
+    def local(model: str, _of=profile_of):
+        try:
+            return _of(model)
+        except AdvisorError:  # a model directory on the GPU machine: the same folder under .cache/models/
+            here = calibration_dir.parent / ".cache" / "models" / model.rstrip("/").rsplit("/", 1)[-1]
+            if here.is_dir():
+                return _of(str(here))
+            raise
+
+    return local
+
+
+def _stem(r) -> str:
+    return r.corpus.rsplit("/", 1)[-1].rsplit(".", 1)[0]
+
+
+def serving_real_fit(calibration_dir, profile_of: ProfileFn, read) -> dict:
+    """The H200 serving profile of real-weight traffic: ``profile_from_probes`` (what ``advisor calibrate`` does
+    with a user's probes) on SERVING_REAL_FIT, with the plain-step host floor its vanilla runs measure and the
+    async-off share of SERVING_REAL_ASYNC. Out of sample:
+
+    - ``leave_one_corpus_out``: for each corpus, the profile fitted on the other corpus's runs, and the R it
+      predicts for the held corpus's pairs (measured K̄: the R check alone);
+    - ``dummy_transfer``: the speculative-step costs fitted on SERVING_DUMMY_WARM (an 8B shape, dummy weights)
+      with the floor of the real runs, checked on every real-weight pair: how far a dummy probe lands.
+
+    Returns ``{"available": False, ...}`` without the folders or the model's config (scripts/build_smollm2.py)."""
+    from advisor.errors import AdvisorError
+
+    profile_of = _local_profile_of(calibration_dir, profile_of)
+    root = calibration_dir / SERVING_CAMPAIGN
+    folders = [f for f in SERVING_REAL_FIT if (root / f / "records.jsonl").is_file()]
+    if not folders:
+        return {"available": False, "reason": f"no {SERVING_CAMPAIGN}/{SERVING_REAL_FIT[0]}/records.jsonl under calibration/"}
+    recs = [r for f in folders for r in read(root / f)]
+    asy = [a for ps in async_off_pairs(recs + [r for f in SERVING_REAL_ASYNC if (root / f / "records.jsonl").is_file()
+                                              for r in read(root / f)]).values() for a in ps]  # fmt: skip
+    pairs = [p for ps in probe_pairs(recs).values() for p in ps]
+    # records.jsonl files leave the host to the probe store: the host class is the one a stored record names
+    host = next((r.host for r in recs if r.host), None) or {}
+    who = {"cpu_model": (host.get("cpu") or {}).get("model") or "unknown"}
+    try:
+        fit = profile_from_probes(pairs, profile_of, base="offline-grid", async_pairs=asy)
+        fit["profile"].update(who)
+        loco = {}
+        for held in sorted({_stem(p.suf) for p in pairs}):
+            train = [p for p in pairs if _stem(p.suf) != held]
+            f = profile_from_probes(train, profile_of, base="offline-grid",
+                                    async_pairs=[a for a in asy if _stem(a[0]) != held])  # fmt: skip
+            prof = hp.HostProfile(**{**f["profile"], **who, "id": f"serving-real-without-{held}", "role": "exact"})
+            hp.register(prof)
+            loco[held] = {"profile": prof.model_dump(), "held_out": _check([p for p in pairs if _stem(p.suf) == held], profile_of, prof.id)}
+        dummy = [r for f in SERVING_DUMMY_WARM if (root / f / "records.jsonl").is_file() for r in read(root / f)]
+        transfer = None
+        if dummy:
+            dp = [p for ps in probe_pairs(dummy).values() for p in ps]
+            d = profile_from_probes(dp, profile_of, base="offline-grid")
+            fp = fit["profile"]
+            prof = hp.HostProfile(**{**d["profile"], "id": "serving-dummy-warm", "role": "reference",
+                                     "plain_floor_step_s": fp["plain_floor_step_s"],
+                                     "plain_floor_per_seq_s": fp["plain_floor_per_seq_s"]})  # fmt: skip
+            hp.register(prof)
+            transfer = {"fitted_on": [f"{SERVING_CAMPAIGN}/{f}" for f in SERVING_DUMMY_WARM], "profile": prof.model_dump(),
+                        "dummy_pairs": d["pairs"], "on_real_pairs": _check(pairs, profile_of, prof.id)}  # fmt: skip
+    except AdvisorError as exc:
+        return {"available": False, "reason": str(exc)}
+    return {"available": True, "fitted_on": [f"{SERVING_CAMPAIGN}/{f}" for f in folders], "fit": fit,
+            "leave_one_corpus_out": loco, "dummy_transfer": transfer}

@@ -52,13 +52,26 @@ class HostProfile(BaseModel):
     """Of the per-step / per-sequence costs above, the share that is vLLM's async scheduling turned off
     (both CPU proposers turn it off: vllm/config/vllm.py), where a ``--no-async-scheduling`` vanilla
     run measured it: a labelled part of each method's cost, not added to it."""
-    role: Literal["host", "reference"] = "host"
-    """``reference``: a measurement kept for comparison (e.g. the offline-engine grid), never matched to a
-    user's host."""
+    plain_floor_step_s: float = 0.0
+    plain_floor_per_seq_s: float = 0.0
+    """The host floor of a plain decode step behind ``vllm serve`` (per-step + per-sequence x sequences): the
+    host work of one engine step (scheduling, input preparation, output processing, streaming on the same CPU).
+    With async scheduling on (vanilla) vLLM overlaps it with the GPU's step, so a plain step costs
+    max(GPU step, floor); a CPU-proposer step runs with async scheduling off and pays its host work on top
+    of the GPU's (the per-step / per-sequence costs above). MEASURED from the vanilla runs of a model whose
+    GPU step is far below it (host_infer.fit_plain_floor); 0: not measured (the GPU step alone)."""
+    role: Literal["host", "exact", "reference"] = "host"
+    """``host``: matched to a user's host by fingerprint, else by GPU; ``exact``: matched only when GPU, CPU
+    model and vLLM line all match (a measurement of that host class behind ``vllm serve``, too specific to
+    stand in for another CPU); ``reference``: a measurement kept for comparison, never matched."""
 
     def costs(self, method: Method = "suffix") -> tuple[float, float]:
         """(per-step, per-sequence) seconds a ``method`` verification step adds over a plain step."""
         return (self.suffix_step_s, self.suffix_per_seq_s) if method == "suffix" else (self.ngram_step_s, self.ngram_per_seq_s)
+
+    def plain_floor(self, seqs: int) -> float:
+        """Seconds below which a plain (async-scheduled) step of ``seqs`` sequences cannot go on this host."""
+        return self.plain_floor_step_s + self.plain_floor_per_seq_s * seqs
 
 
 class HostMatch(BaseModel):
@@ -77,7 +90,8 @@ _USER: dict[str, HostProfile] = {}
 USER_FILE = "host_profiles.csv"
 """The file ``advisor calibrate`` writes in the data dir: profiles measured by probes on the user's hosts."""
 FIELDS = ("id", "aliases", "gpu", "cpu_model", "vllm_version", "suffix_step_s", "suffix_per_seq_s", "ngram_step_s",
-          "ngram_per_seq_s", "provenance", "source", "async_off_step_s", "async_off_per_seq_s", "role")  # fmt: skip
+          "ngram_per_seq_s", "provenance", "source", "async_off_step_s", "async_off_per_seq_s", "role",
+          "plain_floor_step_s", "plain_floor_per_seq_s")  # fmt: skip
 
 
 def register(profile: HostProfile) -> None:
@@ -142,6 +156,11 @@ def spec_costs(name: str, method: Method = "suffix") -> tuple[float, float]:
     return get(name).costs(method)
 
 
+def plain_floor(name: str, seqs: int) -> float:
+    """The host floor of a plain step of ``seqs`` sequences under profile ``name`` (0 where not measured)."""
+    return get(name).plain_floor(seqs)
+
+
 def _norm(s: str | None) -> str:
     return (s or "").strip().lower()
 
@@ -152,21 +171,35 @@ def _line(version: str | None) -> str:
 
 
 def _hosts() -> tuple[HostProfile, ...]:
-    """The shipped profiles of hosts (not the reference measurements)."""
+    """The shipped profiles of hosts that stand in for a GPU (not the exact-only or reference measurements)."""
     return tuple(p for p in _shipped() if p.role == "host")
 
 
+def _exact_only() -> tuple[HostProfile, ...]:
+    """The shipped profiles matched only to their own host class (GPU, CPU model, vLLM line)."""
+    return tuple(p for p in _shipped() if p.role == "exact")
+
+
 def known() -> tuple[HostProfile, ...]:
-    """The profiles a prediction for a user may use: the user's probed hosts first, then the shipped ones."""
+    """The profiles that stand in for a host not matched exactly (their spread is its interval): the user's
+    probed hosts first, then the shipped hosts (exact-only serving measurements are matched, never spread)."""
     return tuple(_USER.values()) + _hosts()
 
 
+def listed() -> tuple[HostProfile, ...]:
+    """Every profile a prediction may use: ``known()`` and the exact-only ones."""
+    return tuple(_USER.values()) + _exact_only() + _hosts()
+
+
 def match(gpu: str, cpu_model: str | None = None, vllm_version: str | None = None) -> HostMatch:
-    """The profiles for a host: the one whose GPU, CPU model and vLLM version all match; else one of
-    the same GPU and vLLM version; else one of the same GPU (CPU and vLLM unverified); else all."""
+    """The profiles for a host: the one whose GPU, CPU model and vLLM version all match (the user's probed
+    profiles first, then the exact-only serving measurements, then the hosts); else one of the same GPU and
+    vLLM version; else one of the same GPU (CPU and vLLM unverified); else all. An ``exact`` profile never
+    stands in for another CPU or vLLM line."""
     known = list(_USER.values()) + list(_hosts())
     same_gpu = [p for p in known if _norm(p.gpu) == _norm(gpu)]
-    exact = [p for p in same_gpu if cpu_model and _norm(p.cpu_model) == _norm(cpu_model)
+    exact = [p for p in list(_USER.values()) + list(_exact_only()) + list(_hosts()) if _norm(p.gpu) == _norm(gpu)
+             and cpu_model and _norm(p.cpu_model) == _norm(cpu_model)
              and vllm_version and _line(p.vllm_version) == _line(vllm_version)]  # fmt: skip
     if exact:
         return HostMatch(kind="exact", profiles=[exact[0].id], note=f"host profile {exact[0].id} ({exact[0].provenance.split(';')[0]})")

@@ -38,6 +38,14 @@ def _profile(model: str, profile_of, calibration_dir: Path):
         raise
 
 
+def _matched(gpu: str, cpu: str | None, vllm: str | None) -> str | None:
+    """The one host profile a record's host matches (its fingerprint), else None (the known spread)."""
+    from advisor.predict import host_profile as hp
+
+    m = hp.match(gpu, cpu, vllm)
+    return m.profiles[0] if len(m.profiles) == 1 else None
+
+
 def usable(records: list) -> list:
     """The records evaluation (b) scores: finished, measured, on a GPU, with real weights."""
     return [r for r in records if r.outcome == "ok" and r.throughput_tok_s and r.gpu and r.weights == "real"]
@@ -68,10 +76,14 @@ def _summary(rows: list[dict], mode: str) -> dict:
             "meets_goal": bool(within) and all(within) and med is not None and med <= GOAL_MEDIAN_ABS_LOG}  # fmt: skip
 
 
-def evaluate(records: list, calibration_dir: Path, profile_of, own_kbar: dict | None = None) -> dict:
+def evaluate(records: list, calibration_dir: Path, profile_of, own_kbar: dict | None = None,
+             held_out_hosts: dict[str, str] | None = None) -> dict:  # fmt: skip
     """Score ``records`` (ProbeRecords read at the edge: ``cli/calibrate.py``'s ``calibration_records``)
     in each of MODES; ``own_kbar``: {(campaign, config, started_at): {"k_bar", "source"}} of the
-    own-output replays (``cli/calibrate.py``'s ``own_output_replays``)."""
+    own-output replays (``cli/calibrate.py``'s ``own_output_replays``); ``held_out_hosts``: {corpus: host
+    profile id} fitted without that corpus's probes (host_infer.serving_real_fit's leave-one-corpus-out), used
+    for a setting of that corpus on that profile's host class instead of the shipped profile fitted on it."""
+    from advisor.predict import host_profile as hp
     from advisor.domain.workload import Workload
     from advisor.errors import AdvisorError
     from advisor.hardware.gpus import get_gpu
@@ -104,6 +116,11 @@ def evaluate(records: list, calibration_dir: Path, profile_of, own_kbar: dict | 
         corpus = Path(van.corpus).stem if van.corpus.endswith(".jsonl") else van.corpus
         work = Workload(corpus=corpus, concurrency=van.concurrency)
         loho = [kp.OwnKbarPrior(**x) for x in kp.derive_own(evidence, exclude_host=van.gpu)]
+        held = (held_out_hosts or {}).get(corpus)
+        if held is not None:
+            hprof = hp.get(held)
+            same = hprof.gpu == van.gpu and (cpu or "").strip().lower() == hprof.cpu_model.strip().lower()
+            held = held if same else None
         fits = {"seed_priors": shipped.model_copy(update={"own_priors": []}),
                 "priors": shipped.model_copy(update={"own_priors": loho}), "own_output_replay": shipped}  # fmt: skip
         # each pass's speculative run against that pass's vanilla (the latest one started before it), then
@@ -140,7 +157,7 @@ def evaluate(records: list, calibration_dir: Path, profile_of, own_kbar: dict | 
                         w = work.model_copy(update={"k_bar_ngram": own, "k_bar_ngram_k": k, "k_bar_own_outputs": True,
                                                     "k_bar_ngram_source": src})  # fmt: skip
                 sp = predict(p, gpu, s.tensor_parallel_size, w, host_state="OFF", k=k if method == "suffix" else 32,
-                             cpu_model=cpu, vllm_version=s.vllm_version, fitted=fits[mode])  # fmt: skip
+                             cpu_model=cpu, vllm_version=s.vllm_version, fitted=fits[mode], build=held)  # fmt: skip
                 if method == "suffix":
                     pred, kb, ksrc = sp.gain, sp.k_bar, sp.k_bar_source
                 else:
@@ -149,7 +166,7 @@ def evaluate(records: list, calibration_dir: Path, profile_of, own_kbar: dict | 
                           kp.ngram_kbar_for(w, p.family, loho if mode == "priors" else None,
                                             own_prior_ok=kp.is_own_source(sp.k_bar_source)))  # fmt: skip
                     pred = ngram_gain(p, gpu, ReplicaLayout(tp=s.tensor_parallel_size), s.concurrency, ctx, k, sp.k_bar,
-                                      ngram=ng)[0].value  # fmt: skip
+                                      ngram=ng, build=held or _matched(gpu.name, cpu, s.vllm_version))[0].value  # fmt: skip
                     kb = ng.k_bar if ng is not None else None
                     ksrc = ng.source if ng is not None else f"a share of suffix's K̄ {sp.k_bar:.2f} (ASSUMED)"
                 per_mode[mode]["options"][config] = {"predicted": round(pred, 4)}
@@ -164,7 +181,7 @@ def evaluate(records: list, calibration_dir: Path, profile_of, own_kbar: dict | 
             body.update({"chosen": chosen, "chosen_frac": round(options[chosen]["measured"] / best, 4),
                          "within_2pct": options[chosen]["measured"] >= (1 - GOAL_WITHIN) * best})  # fmt: skip
         main = per_mode["priors"]
-        rows.append({"campaign": cid, "model": van.model, "corpus": corpus, "concurrency": van.concurrency, "gpu": van.gpu,
+        rows.append({"campaign": cid, "host_profile": held or _matched(gpu.name, cpu, van.vllm_version), "model": van.model, "corpus": corpus, "concurrency": van.concurrency, "gpu": van.gpu,
                      "options": {o: {"predicted": main["options"][o]["predicted"], "measured": v["measured"]} for o, v in options.items()},
                      "k_bar": kbar_rows, "chosen": main["chosen"], "chosen_frac": main["chosen_frac"],
                      "within_2pct": main["within_2pct"], "modes": per_mode})  # fmt: skip

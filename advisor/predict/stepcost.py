@@ -143,6 +143,9 @@ class StepCost(BaseModel):
     """Per-step speculative-step cost (the host profile's; 0 without speculation)."""
     t_mla_prefill: float
     """Part of the roofline caused by MLA's prefill-path fallback (included in t_roofline)."""
+    t_host_floor: float = 0.0
+    """The host profile's floor of a plain step (async scheduling overlaps the host's work with the GPU's, so
+    the step costs the larger of the two); 0 for a speculative step, whose host work is serialised."""
     graph_mode: str
     total: float
 
@@ -292,10 +295,12 @@ def step_cost(p: ModelProfile, gpu: GpuSpec, tp: int, s: StepShape) -> StepCost:
     t_draft = per_seq * s.seqs if s.spec else 0.0
     t_spec_fixed = per_step if s.spec else 0.0
     total = t_base + t_pf + t_ar + t_launch + STEP_FIXED_S + t_draft + t_spec_fixed
+    floor = 0.0 if s.spec else _hp.plain_floor(s.build, s.seqs)
+    total = max(total, floor)
     return StepCost(
         tokens=tokens, weight_bytes=wb, kv_bytes=kvb, other_bytes=logits + pf_bytes, flops=fl + pf_flops,
         t_memory=t_mem, t_compute=t_cmp, t_roofline=t_base + t_pf, t_allreduce=t_ar, t_launch=t_launch,
-        t_fixed=STEP_FIXED_S, t_draft=t_draft, t_spec_fixed=t_spec_fixed, t_mla_prefill=t_pf, graph_mode=mode, total=total,
+        t_fixed=STEP_FIXED_S, t_draft=t_draft, t_spec_fixed=t_spec_fixed, t_mla_prefill=t_pf, t_host_floor=floor, graph_mode=mode, total=total,
     )  # fmt: skip
 
 
@@ -341,7 +346,7 @@ def r_ratio(
 
 def _r_ratio(p: ModelProfile, gpu: GpuSpec, tp: int, concurrency: int, draft_tokens: float, context: float,
              draft_share: float, k: int, build: Build = "release", method: _hp.Method = "suffix") -> RBreakdown:  # fmt: skip
-    plain = step_cost(p, gpu, tp, StepShape(seqs=concurrency, tokens_per_seq=1, context=context, k=k))
+    plain = step_cost(p, gpu, tp, StepShape(seqs=concurrency, tokens_per_seq=1, context=context, k=k, build=build))
     spec = step_cost(
         p, gpu, tp,
         StepShape(seqs=concurrency, tokens_per_seq=1 + draft_tokens, context=context, spec=True, draft_share=draft_share, k=k,
