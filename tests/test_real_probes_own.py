@@ -44,7 +44,8 @@ def test_committed_replays_are_what_the_code_produces():
             assert a["own"] == {k: v for k, v in b["own"].items() if k != "ln_error"}, (path, a["config"], a["corpus"])
     cal = ROOT / "calibration"
     live, stored = own_output_replays(cal, live=None), own_output_replays(cal, live=False)
-    assert set(live) == set(stored) and len(live) == 24
+    # smol-r1 / smol-r2: suffix:32 + ngram:4 x 6 loads each; smol-k: suffix:4 + suffix:32 + ngram:4 x 6 loads
+    assert set(live) == set(stored) and len(live) == 24 + 18
     assert all(v["source"].startswith("replayed now") for v in live.values())
     assert all(v["source"].startswith("committed") for v in stored.values())
     assert all(live[k]["k_bar"] == stored[k]["k_bar"] for k in live)
@@ -60,14 +61,27 @@ def test_modes_on_the_shipped_h200_campaign():
 
     if not SMOL.is_dir():
         pytest.skip("SmolLM2-135M-Instruct not built (scripts/build_smollm2.py): its profile is read from it")
+    from advisor.cli.calibrate import reader_with_hosts
+    from advisor.predict.host_infer import serving_real_fit
+
     cal = data_path("calibration")
-    out = real_probes.evaluate(calibration_records(cal), cal, default_profile_of(), own_kbar=own_output_replays(cal, live=False))
-    assert out["available"] and out["campaigns"] == 6
+    real = serving_real_fit(cal, default_profile_of(), reader_with_hosts(cal))
+    held = {c: v["profile"]["id"] for c, v in real["leave_one_corpus_out"].items()}
+    assert sorted(held) == ["humaneval", "sharegpt"]
+    out = real_probes.evaluate(calibration_records(cal), cal, default_profile_of(), own_kbar=own_output_replays(cal, live=False),
+                               held_out_hosts=held)  # fmt: skip
+    # three passes (smol-r1, smol-r2 share campaign ids; smol-k has its own) x 2 corpora x 3 concurrencies
+    assert out["available"] and out["campaigns"] == 12
+    # every setting is priced with the serving profile fitted WITHOUT its corpus's probes (out of sample)
+    assert {r["host_profile"] for r in out["rows"]} == {f"serving-real-without-{c}" for c in held}
+    assert all(r["host_profile"].endswith(r["corpus"]) for r in out["rows"])
     modes = out["modes"]
     assert set(modes) == set(real_probes.MODES)
     for m in modes.values():
-        assert m["settings"] == 6 and m["chosen_within_2pct_share"] == 1.0
+        assert m["settings"] == 12 and m["chosen_within_2pct_share"] == 1.0
     own, pri, seed = modes["own_output_replay"], modes["priors"], modes["seed_priors"]
+    # issue #22 (b) with K̄ from the model's own outputs (recommend --corpus FILE): median |ln gain error| <= 0.15
+    assert own["median_abs_log_gain_error"] <= real_probes.GOAL_MEDIAN_ABS_LOG
     assert own["k_bar_suffix"]["median_abs_log_ratio"] < 0.05 < pri["k_bar_suffix"]["median_abs_log_ratio"]
     assert pri["k_bar_suffix"]["median_abs_log_ratio"] < seed["k_bar_suffix"]["median_abs_log_ratio"]
     assert own["median_abs_log_gain_error_by_method"]["suffix"] < pri["median_abs_log_gain_error_by_method"]["suffix"]
@@ -164,7 +178,7 @@ def test_without_arctic_the_suffix_replays_come_from_the_committed_files(monkeyp
         pytest.skip("SmolLM2-135M-Instruct not built (scripts/build_smollm2.py)")
     monkeypatch.setattr(replay, "arctic_available", lambda: False)
     got = own_output_replays(ROOT / "calibration")
-    assert len(got) == 24
+    assert len(got) == 24 + 18
     for (_, config, _), v in got.items():
         if config.startswith("suffix:"):
             assert v["source"].startswith("committed") and "Arctic Inference not installed" in v["source"]
