@@ -87,16 +87,20 @@ def evaluate_product(profile_of: ProfileFn, *, observations: list[Observation] |
     out: dict = {}
     rows: dict[str, list] = {s: [] for s in STATES}
     unsure: dict[str, int] = {s: 0 for s in STATES}
+    by_fit: dict[str, int] = {s: 0 for s in STATES}
     for o in scored:
-        chose, band, _ = product_decision(o, profile_of(o.model), fits[o.model], rules, own_build=own_build)
-        rows[o.host_state].append((o, chose))
-        unsure[o.host_state] += band
+        rec = product_recommendation(o, profile_of(o.model), fits[o.model], rules, own_build=own_build)
+        rows[o.host_state].append((o, rec.decision.speculative_method == "suffix"))
+        unsure[o.host_state] += rec.probe_plan is not None
+        by_fit[o.host_state] += rec.probe_plan is not None and "fitted terms" in rec.probe_plan.reason
     for state in STATES:
-        out[state] = score(rows[state]).model_dump() | {"unsure_rows": unsure[state]}
+        out[state] = score(rows[state]).model_dump() | {"unsure_rows": unsure[state], "unsure_by_fitted_factor": by_fit[state]}
     costs = ("the suffix-step costs of the build each row was measured on" if own_build else
              "as shipped: the host profile matched to the seed host by its GPU (CPU and vLLM unverified: interval widened by the known profiles' spread)")  # fmt: skip
     out["method"] = ("leave-one-model-out, scoring advisor recommend's own decision through choose() (bundled rules, "
                      "the layout search, the policy table's P(win) band around the rule's default, measured overrides, "
                      f"memory planner) on the seed host, {costs}; suffix launched at any layout counts as suffix, MTP or "
-                     "n-gram as not; unsure_rows = rows with a probe plan, scored as launched without --probe")  # fmt: skip
+                     "n-gram as not; unsure_rows = rows with a probe plan, scored as launched without --probe (unsure_by_fitted_factor: "
+                     "of them, those whose P(win) is outside the band but whose gain the fitted terms move beyond the policy's "
+                     "fitted_factor_within)")  # fmt: skip
     return out

@@ -2,7 +2,9 @@
 
 A recommendation is "unsure" where the rules leave the speculation choice to the prediction and
 P(suffix wins) lies inside the band in which the prediction is not trusted to flip a rule's default
-(the policy table's ``p_win`` band, advisor.rules.policy). The plan is the one campaign that settles it: vanilla and
+(the policy table's ``p_win`` band, advisor.rules.policy), or where the fitted terms move the
+mechanism's K̄ / R by more than the policy's ``fitted_factor_within`` (the mechanism does not explain
+this model on this host class, so the prediction rests on a fit). The plan is the one campaign that settles it: vanilla and
 suffix at the recommended K, on the user's traffic where known, with the recommended server
 settings. ``advisor recommend --probe`` runs it and recommends again from the recalibrated
 predictor; without ``--probe`` the command is printed for the user to run.
@@ -29,13 +31,18 @@ def probe_plan(
     k: int,
     low: float,
     high: float,
+    fitted_within: float | None = None,
 ) -> ProbePlan | None:
     """The plan, or None when the recommendation is settled: the rules decide, this host already
-    measured it, or P(win) is outside [low, high]."""
+    measured it, or P(win) is outside [low, high] and |ln fitted_factor| <= ``fitted_within``."""
+    import math
+
     if prediction is None or policy in ("required", "forbidden") or prediction.measured:
         return None
     p_win = prediction.p_win
-    if not (low <= p_win <= high):
+    ff = prediction.decomposition.fitted_factor
+    fitted = fitted_within is not None and ff > 0 and abs(math.log(ff)) > fitted_within
+    if not (low <= p_win <= high) and not fitted:
         return None
     note = None
     if workload.corpus_is_file and workload.corpus:
@@ -56,10 +63,14 @@ def probe_plan(
     ]  # fmt: skip
     if decision.max_num_seqs:
         argv += ["--max-num-seqs", str(decision.max_num_seqs)]
+    head = f"suffix K={k} against plain decoding at TP {decision.tensor_parallel_size}, {workload.concurrency} running per replica: "
+    if low <= p_win <= high:
+        why = f"P(win)={p_win:.2f} is inside [{low:.2f}, {high:.2f}], where the prediction does not decide on its own"
+    else:
+        why = (f"the fitted terms multiply the mechanism's K̄ / R by x{ff:.2f} (|ln| {abs(math.log(ff)):.2f} > "
+               f"{fitted_within:.2f}): the prediction rests on a fit, not on mechanism")  # fmt: skip
     return ProbePlan(
-        reason=(f"suffix K={k} against plain decoding at TP {decision.tensor_parallel_size}, {workload.concurrency} running "
-                f"per replica: P(win)={p_win:.2f} is inside [{low:.2f}, {high:.2f}], where the prediction does not decide "
-                "on its own"),
+        reason=head + why,
         model=model_id, corpus=corpus, corpus_note=note, configs=configs,
         tensor_parallel_size=decision.tensor_parallel_size, gpu_memory_utilization=gmu,
         max_model_len=decision.max_model_len, concurrency=workload.concurrency,

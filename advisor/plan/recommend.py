@@ -5,6 +5,8 @@ evaluate_product take."""
 
 from __future__ import annotations
 
+import math
+
 from functools import lru_cache
 from typing import Any
 
@@ -308,13 +310,19 @@ def _assemble(profile, host, workload, outcome, base, cands, choice, fixed, warn
     if choice.limits_missed:
         warnings.insert(0, f"SLA not met: {choice.limits_missed}")
     plan = probe_plan(profile.id, decision, workload.model_copy(update={"concurrency": n}), sp, policy=choice.policy,
-                      k=k_probe, low=pol.p_win.flip_off_below, high=pol.p_win.flip_on_above)  # fmt: skip
+                      k=k_probe, low=pol.p_win.flip_off_below, high=pol.p_win.flip_on_above,
+                      fitted_within=pol.fitted_factor_within)  # fmt: skip
     if plan is not None:
         what = (f"unsure: the launched {c.label()} has" if c.method == "suffix" else
                 f"candidate {c.layout.label()}, suffix K={k_probe}: unsure:")  # fmt: skip
-        trace.append(f"{what} P(win)={sp.p_win:.2f} inside [{pol.p_win.flip_off_below:.2f}, "
-                     f"{pol.p_win.flip_on_above:.2f}], where the prediction does not decide on its own; "
-                     "`advisor recommend --probe` (or the probe command below) settles it on this host")  # fmt: skip
+        if pol.p_win.unsure(sp.p_win):
+            why = (f"P(win)={sp.p_win:.2f} inside [{pol.p_win.flip_off_below:.2f}, {pol.p_win.flip_on_above:.2f}], "
+                   "where the prediction does not decide on its own")  # fmt: skip
+        else:
+            ff = sp.decomposition.fitted_factor
+            why = (f"P(win)={sp.p_win:.2f} from a gain the fitted terms multiply by x{ff:.2f} (beyond "
+                   f"x{math.exp(pol.fitted_factor_within):.2f} of the mechanism's K̄ / R)")  # fmt: skip
+        trace.append(f"{what} {why}; `advisor recommend --probe` (or the probe command below) settles it on this host")
     return Recommendation(
         model=profile.inspect_json(),
         host=host,

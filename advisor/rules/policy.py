@@ -49,6 +49,8 @@ class Policy(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     p_win: Bands
+    fitted_factor_within: float = Field(gt=0, le=2)
+    """|ln fitted_factor| up to which a suffix prediction decides without a probe plan (beyond: unsure)."""
     num_speculative_tokens: int = Field(ge=1, le=64)
     """Suffix K when neither --k nor a rule sets it."""
     suffix_k_fallback: tuple[int, ...]
