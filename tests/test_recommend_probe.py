@@ -4,6 +4,7 @@ against the stand-in vLLM server (tests/vllm_helpers/fake_vllm.py) and a real SQ
 from __future__ import annotations
 
 import json
+import math
 import re
 import os
 import shlex
@@ -23,15 +24,16 @@ UNSURE = "meta-llama/Llama-3.1-8B-Instruct"  # humaneval on 8 x H200: P(win) ≈
 UNSURE_CORPUS = "humaneval"
 
 
-def plan_for(p_win: float, *, policy: str = "default_on", measured=None, workload=None, model="acme/m"):
+def plan_for(p_win: float, *, policy: str = "default_on", measured=None, workload=None, model="acme/m", fitted_factor=1.0,
+             fitted_within=None):  # fmt: skip
     pred = RecommendedPrediction(
         gain=1.0, gain_low=0.9, gain_high=1.1, p_win=p_win, k_bar=2.0, k_bar_source="test", r=2.0, host_state=None,
         draft_tokens=1.0, context_tokens=1000.0, spec_graph_mode="piecewise", mla_prefill_ms=0.0, calibration_shift=1.0,
         model_seen=False, explanation=[], measured=measured, host_profile="h200-vllm0.26.0", host_match="given",
-        decomposition=Decomposition(k_bar=2.0, r=2.0, fitted_factor=1.0, sources={}),
+        decomposition=Decomposition(k_bar=2.0, r=2.0, fitted_factor=fitted_factor, sources={}),
     )  # fmt: skip
     return probe_plan(model, Decision(tensor_parallel_size=4, gpu_memory_utilization=0.85), workload or Workload(corpus="sharegpt"),
-                      pred, policy=policy, k=16, low=0.3, high=0.7)  # fmt: skip
+                      pred, policy=policy, k=16, low=0.3, high=0.7, fitted_within=fitted_within)  # fmt: skip
 
 
 def test_plan_only_inside_the_unsure_band_and_where_rules_leave_room():
@@ -39,6 +41,36 @@ def test_plan_only_inside_the_unsure_band_and_where_rules_leave_room():
     assert plan_for(0.29) is None and plan_for(0.71) is None
     assert plan_for(0.5, policy="forbidden") is None and plan_for(0.5, policy="required") is None
     assert plan_for(0.5, measured={"gain": 1.2, "runs": 1, "campaigns": ["c1"]}) is None
+
+
+def test_a_prediction_carried_by_fitted_terms_is_unsure():
+    """Outside the P(win) band, a gain the fitted terms move beyond exp(±fitted_within) gets the probe plan
+    (issue #22: |ln fitted_factor| <= 0.2 wherever a decision is printed without "unsure")."""
+    from advisor.rules.policy import load_policy
+
+    within = load_policy().fitted_factor_within
+    assert within == 0.2
+    assert plan_for(0.9, fitted_factor=1.21, fitted_within=within) is None
+    assert plan_for(0.9, fitted_factor=1 / 1.21, fitted_within=within) is None
+    for ff in (1.33, 0.7):
+        plan = plan_for(0.9, fitted_factor=ff, fitted_within=within)
+        assert plan is not None and f"x{ff:.2f}" in plan.reason and "rests on a fit" in plan.reason
+    # the rules still decide where they require or forbid; a measurement on this host settles it
+    assert plan_for(0.9, fitted_factor=1.5, fitted_within=within, policy="required") is None
+    assert plan_for(0.9, fitted_factor=1.5, fitted_within=within, measured={"gain": 1.2, "runs": 1, "campaigns": ["c"]}) is None
+
+
+def test_recommend_prints_why_a_fitted_prediction_is_unsure(run_cli):
+    """On the seed host a Llama model's suffix gain carries the Llama-instruct term (x1.3 or more): the decision
+    is launched as the rules say and the Why line and the plan say the fit is what carries it."""
+    code, out, err = run_cli("recommend", "meta-llama/Llama-3.1-8B-Instruct", "--gpu", "B200", "--gpus", "8", "--corpus",
+                             "humaneval", "--json")  # fmt: skip
+    assert code == 0, err
+    rec = json.loads(out)
+    ff = rec["prediction"]["decomposition"]["fitted_factor"]
+    assert abs(math.log(ff)) > 0.2, ff
+    assert rec["probe_plan"] is not None and "fitted terms multiply" in rec["probe_plan"]["reason"]
+    assert any("fitted terms multiply by" in t for t in rec["trace"])
 
 
 def test_plan_command_is_quoted_and_uses_the_traffic():

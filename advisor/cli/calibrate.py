@@ -380,6 +380,19 @@ def calibrate_cmd(
                          f"{ho['serving_profile']['median_abs_log_r']} (serving) vs "
                          f"{ho['offline_grid_profile_as_shipped']['median_abs_log_r']} (offline grid, shipped)"
                          if ho.get("available") else f"held out: {ho.get('reason', 'no pairs')}"))  # fmt: skip
+            sr = res["host_profiles"]["serving_real_fit"]
+            if sr.get("available"):
+                pr = sr["fit"]["profile"]
+                loco = ", ".join(f"{c} held out {v['held_out']['median_abs_log_r']}" for c, v in sr["leave_one_corpus_out"].items())
+                dt = sr.get("dummy_transfer") or {}
+                print(f"\nH200 serving profile, real weights ({', '.join(sr['fitted_on'])}; row h200-vllm0.26.0-serving): "
+                      f"plain-step host floor {pr['plain_floor_step_s'] * 1e3:.2f} ms + {pr['plain_floor_per_seq_s'] * 1e6:.0f} us/seq, "
+                      f"suffix {pr['suffix_step_s'] * 1e3:.2f} ms + {pr['suffix_per_seq_s'] * 1e6:.0f} us/seq, n-gram "
+                      f"{pr['ngram_step_s'] * 1e3:.2f} ms + {pr['ngram_per_seq_s'] * 1e6:.0f} us/seq; median |ln R| by corpus: {loco}"
+                      + (f"; a warmed dummy-weight probe ({', '.join(dt['fitted_on'])}) on the real pairs: "
+                         f"{dt['on_real_pairs']['median_abs_log_r']}" if dt else ""))  # fmt: skip
+            else:
+                print(f"\nH200 serving profile, real weights: {sr.get('reason')}")
             rp = res["real_probes"]
             print("\nreal-weight probes: " + (f"{rp['campaigns']} setting(s)" if rp["available"] else rp["reason"]))
             for mode, m in (rp.get("modes") or {}).items():
