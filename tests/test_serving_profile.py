@@ -107,3 +107,35 @@ def test_shipped_serving_row_is_the_probe_path_fit_and_holds_out_by_corpus():
     dummy = res["dummy_transfer"]["on_real_pairs"]["median_abs_log_r"]
     assert dummy["suffix"] > 0.3 > max(h["held_out"]["median_abs_log_r"]["suffix"] for h in loco.values())
     assert res["dummy_transfer"]["profile"]["suffix_step_s"] < shipped.suffix_step_s * 0.6
+
+
+def test_a_host_no_profile_matches_gets_no_host_classs_fitted_terms():
+    """An H100 (no profile) is priced with every known profile's R, but the seed host's fitted terms and
+    seed-implied K̄ priors are the seed host's: they do not apply to it (issue #22 item 5)."""
+    from advisor.domain.workload import Workload
+    from advisor.predict.api import predict
+
+    p = _profile_of()("meta-llama/Llama-3.1-8B-Instruct")
+    work = Workload(corpus="humaneval", concurrency=32)
+    h100 = predict(p, get_gpu("H100"), 8, work, host_state="OFF")
+    b200 = predict(p, get_gpu("B200"), 8, work, host_state="OFF")
+    assert h100.host_match == "none" and len(h100.host_profile.split(",")) >= 2
+    assert h100.decomposition.fitted_factor == pytest.approx(1.0, abs=0.01)
+    assert "none: the fitted terms apply only" in h100.decomposition.sources["fitted_factor"]
+    assert not h100.k_bar_source.startswith("prior humaneval/instruct (seed")
+    assert b200.host_match == "gpu" and abs(math.log(b200.decomposition.fitted_factor)) > 0.2
+
+
+def test_default_on_does_not_launch_another_method_predicted_to_lose(run_cli):
+    """Under a rule's default_on a qualifying suffix candidate keeps plain decoding off; an n-gram candidate
+    predicted to lose to plain at its own layout is not launched in plain's place."""
+    import json
+
+    code, out, err = run_cli("recommend", "deepseek-ai/DeepSeek-R1-Distill-Qwen-7B", "--gpu", "H100", "--gpus", "8",
+                             "--corpus", "swebench", "--json")  # fmt: skip
+    assert code == 0, err
+    rec = json.loads(out)
+    assert rec["decision"]["speculative_method"] == "suffix"
+    losers = [c for c in rec["candidates"] if c["speculative_method"] == "ngram" and c.get("why_not")
+              and "predicted to lose to plain decoding" in c["why_not"]]  # fmt: skip
+    assert losers

@@ -150,6 +150,14 @@ def choose(cands: list[Candidate], *, policy: str, rule: str | None, query: Layo
                     c.eligible = False
                     c.why_not = (f"plain decoding is not launched while a suffix candidate qualifies under the rules' "
                                  f"{effective} policy ({keeper.label()}: P(win)={keeper.p_win:.2f})")  # fmt: skip
+            # The rules' default keeps *suffix* on; it does not make another method that is predicted to lose to
+            # plain decoding at its own layout worth launching in plain decoding's place.
+            for c in scored:
+                gain = c.figures.gain.value if c.figures.gain is not None else None
+                if c.method not in ("none", "suffix") and c.eligible and gain is not None and gain < 1.0:
+                    c.eligible = False
+                    c.why_not = (f"predicted to lose to plain decoding at its layout (x{gain:.2f}); the rules' {effective} "
+                                 "policy keeps suffix decoding on, not this method")  # fmt: skip
     key = rank_key(query.objective, query.output_len, query.operating_point)
     elig = [c for c in scored if c.eligible]
     sla_met = None if not (query.max_tpot_ms or query.max_ttft_ms) else True

@@ -150,14 +150,16 @@ def predict(
 
     model = fitted or calibrated_model(records, cache_dir=cache_dir)
     corpus = None if workload.corpus_is_file else workload.corpus
-    base = RowInputs(profile=profile, gpu=gpu, tp=tensor_parallel_size, corpus=corpus, host_state=host_state or "OFF",
-                     concurrency=workload.concurrency, k=k, k_bar=workload.k_bar,
-                     k_bar_k=workload.k_bar_k)  # fmt: skip
     if build is not None:
         given = hp.get(build)
         match = hp.HostMatch(kind="given", profiles=[given.id], note=f"host profile {given.id} (given)")
     else:
         match = hp.match(gpu.name, cpu_model, vllm_version)
+    # A host no profile matches is none of theirs: each profile prices its R, no host class's fitted terms apply.
+    unmatched = f"unmatched {gpu.name}" if match.kind == "none" else None
+    base = RowInputs(profile=profile, gpu=gpu, tp=tensor_parallel_size, corpus=corpus, host_state=host_state or "OFF",
+                     concurrency=workload.concurrency, k=k, k_bar=workload.k_bar,
+                     k_bar_k=workload.k_bar_k, host_class=unmatched)  # fmt: skip
     states = [host_state] if host_state else ["OFF", "ON"]
     known = [p.id for p in hp.known()]
     ids = list(dict.fromkeys(match.profiles + known))

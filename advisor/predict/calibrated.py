@@ -64,6 +64,10 @@ class RowInputs(BaseModel):
     """K at which ``k_bar`` was measured (None: at ``k``)."""
     build: Build = "release"
     """Host profile whose speculative-step costs apply (calibration/host_profiles.csv): ``seed`` for seed rows."""
+    host_class: str | None = None
+    """The host the prediction is for, when it is not ``build``'s (a host no profile matches, priced with each
+    known profile's R): the fitted terms and the seed-implied K̄ priors apply only when it is their host class.
+    None: ``build``'s host."""
 
 
 class RowPrediction(BaseModel):
@@ -141,10 +145,13 @@ class CalibratedModel(BaseModel):
         k_bar, source, _ = self.kbar_choice(inputs)
         return k_bar, source
 
+    def _host(self, inputs: RowInputs) -> str:
+        return inputs.host_class if inputs.host_class is not None else hp.get(inputs.build).id
+
     def _own_applies(self, inputs: RowInputs) -> bool:
         if self.own_priors_hosts == "all":
             return True
-        return bool(self.fitted_hosts) and hp.get(inputs.build).id not in self.fitted_hosts
+        return bool(self.fitted_hosts) and self._host(inputs) not in self.fitted_hosts
 
     def kbar_choice(self, inputs: RowInputs) -> tuple[float, str, float]:
         """(K̄ at ``inputs.k``, its source, σ of log K̄ the prior's band carries (0 for measured and seed priors))."""
@@ -176,7 +183,7 @@ class CalibratedModel(BaseModel):
         offset = math.log(max(k_bar, KBAR_FLOOR)) - math.log(r.r)
         key = model_id or p.id
         seen = key in self.model_effects
-        applied = not self.fitted_hosts or hp.get(inputs.build).id in self.fitted_hosts
+        applied = not self.fitted_hosts or self._host(inputs) in self.fitted_hosts
         terms: dict[str, float] = {}
         if applied:
             ov = overhead_share(p, inputs.gpu, inputs.tp, inputs.concurrency, context)
