@@ -359,16 +359,7 @@ def serving_fit(calibration_dir, profile_of: ProfileFn, read) -> dict:
     from advisor.hardware.gpus import get_gpu
     from advisor.predict.stepcost import StepShape, step_cost
 
-    def local(model: str, _of=profile_of):
-        try:
-            return _of(model)
-        except AdvisorError:  # a model directory on the GPU machine: the same folder under .cache/models/
-            here = calibration_dir.parent / ".cache" / "models" / model.rstrip("/").rsplit("/", 1)[-1]
-            if here.is_dir():
-                return _of(str(here))
-            raise
-
-    profile_of = local
+    profile_of = _local_profile_of(calibration_dir, profile_of)
     root = calibration_dir / SERVING_CAMPAIGN
     if not (root / SERVING_FIT[0] / "records.jsonl").is_file():
         return {"available": False, "reason": f"no {SERVING_CAMPAIGN}/{SERVING_FIT[0]}/records.jsonl under calibration/"}

@@ -212,10 +212,7 @@ def derive_own(rows: list[dict], *, exclude_host: str | None = None) -> list[dic
 @lru_cache(maxsize=1)
 def own_priors() -> tuple[OwnKbarPrior, ...]:
     """calibration/kbar_own_priors.csv."""
-    try:
-        return tuple(OwnKbarPrior(**r) for r in _read_csv(OWN_PRIORS_FILE))
-    except (KeyError, ValueError) as exc:
-        raise DataError(f"calibration/{OWN_PRIORS_FILE}: invalid row: {exc}") from None
+    return _typed_rows(OwnKbarPrior, OWN_PRIORS_FILE)
 
 
 def own_evidence() -> list[dict]:
@@ -298,10 +295,7 @@ class PublishedKbar(BaseModel):
 @lru_cache(maxsize=1)
 def published_kbars() -> tuple[PublishedKbar, ...]:
     """calibration/kbar_published.csv."""
-    try:
-        return tuple(PublishedKbar(**r) for r in _read_csv(PUBLISHED_FILE))
-    except (KeyError, ValueError) as exc:
-        raise DataError(f"calibration/{PUBLISHED_FILE}: invalid row: {exc}") from None
+    return _typed_rows(PublishedKbar, PUBLISHED_FILE)
 
 
 def published_spread(method: str, own: tuple[OwnKbarPrior, ...] | list[OwnKbarPrior] | None = None) -> float:
@@ -359,6 +353,14 @@ def _read_csv(name: str) -> list[dict]:
             return list(csv.DictReader(fh))
     except OSError as exc:
         raise DataError(f"{path}: cannot read: {exc.strerror or exc}") from None
+
+
+def _typed_rows(cls, name: str) -> tuple:
+    """The rows of calibration/``name`` as ``cls`` (a DataError naming the file for a malformed row)."""
+    try:
+        return tuple(cls(**r) for r in _read_csv(name))
+    except (KeyError, ValueError) as exc:
+        raise DataError(f"calibration/{name}: invalid row: {exc}") from None
 
 
 @lru_cache(maxsize=1)
