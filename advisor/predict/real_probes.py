@@ -204,8 +204,11 @@ def evaluate(records: list, calibration_dir: Path, profile_of, own_kbar: dict | 
             "method_note": "medians over passes of each setting's gain, each pass against its own vanilla; the top-level "
                            "figures are mode 'priors' (shipped priors, own-output ones leave-one-host-out); modes: "
                            "seed_priors (seed-implied priors only), priors, own_output_replay (K̄ replayed on the vanilla "
-                           "run's own outputs); the speculative runs' measured K̄ is never given to the predictor",
-            "meets_goal": top["meets_goal"], "rows": rows, "skipped": skipped}  # fmt: skip
+                           "run's own outputs, what recommend --corpus FILE does: meets_goal_own_output_replay); H200 settings are "
+                           "priced with the serving profile fitted without their corpus's runs (held_out_hosts); the "
+                           "speculative runs' measured K̄ is never given to the predictor",
+            "meets_goal": top["meets_goal"], "meets_goal_own_output_replay": modes["own_output_replay"]["meets_goal"],
+            "rows": rows, "skipped": skipped}  # fmt: skip
 
 
 def own_priors_leave_one_host_out(evidence: list[dict] | None = None) -> dict:
