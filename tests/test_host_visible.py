@@ -53,11 +53,14 @@ def test_recommend_sizes_for_the_visible_gpus(fake_smi, run_cli, monkeypatch):
     code, out, err = run_cli("recommend", "meta-llama/Llama-3.1-70B-Instruct", "--json")
     assert code == 0, err
     rec = json.loads(out)
-    assert rec["host"]["gpu"] == "H200" and rec["host"]["gpus"] == 8 and rec["decision"]["tensor_parallel_size"] == 8
+    d = rec["decision"]
+    # the layout uses every visible GPU (TP x DP: the search may replicate)
+    assert rec["host"]["gpu"] == "H200" and rec["host"]["gpus"] == 8 and d["tensor_parallel_size"] * d["data_parallel_size"] == 8
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "4,5,6,7")
     code, out, err = run_cli("recommend", "meta-llama/Llama-3.1-70B-Instruct", "--json")
     rec = json.loads(out)
-    assert rec["host"]["gpus"] == 4 and rec["decision"]["tensor_parallel_size"] == 4
+    d = rec["decision"]
+    assert rec["host"]["gpus"] == 4 and d["tensor_parallel_size"] * d["data_parallel_size"] == 4
     assert any("CUDA_VISIBLE_DEVICES='4,5,6,7': 4 of 8 GPUs visible" in w for w in rec["warnings"])
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
     code, out, err = run_cli("recommend", "meta-llama/Llama-3.1-70B-Instruct", "--json")
