@@ -139,3 +139,18 @@ def test_default_on_does_not_launch_another_method_predicted_to_lose(run_cli):
     losers = [c for c in rec["candidates"] if c["speculative_method"] == "ngram" and c.get("why_not")
               and "predicted to lose to plain decoding" in c["why_not"]]  # fmt: skip
     assert losers
+
+
+def test_ngram_is_priced_on_the_host_suffix_matched():
+    """On the serving profile's own host class both CPU proposers are priced with its costs: the n-gram candidate's
+    notes name the profile suffix's prediction matched, not the GPU-only match."""
+    from advisor.domain.workload import Workload
+    from advisor.plan.layout import _same_host
+    from advisor.predict.api import predict
+
+    p = _profile_of()("meta-llama/Llama-3.1-8B-Instruct")
+    sp = predict(p, get_gpu("H200"), 1, Workload(corpus="sharegpt", concurrency=8), host_state="OFF", cpu_model=CPU,
+                 vllm_version="0.26.0")  # fmt: skip
+    assert sp.host_profile == hp.get("serving").id and _same_host(sp) == sp.host_profile
+    unmatched = predict(p, get_gpu("H100"), 1, Workload(corpus="sharegpt", concurrency=8), host_state="OFF")
+    assert "," in unmatched.host_profile and _same_host(unmatched) is None

@@ -321,7 +321,8 @@ def _one(p, gpu, lay, method, k, cap, base, concurrency, query, suffix_gain, pla
             cand.measured_gain = measured.gain if measured else None
             notes.append("suffix gain: K > R predictor FITTED on the seed sweep (+ this host's probes), speculative-step cost from the host profile (calibration/host_profiles.csv)")
         else:
-            gain, cand.r, notes2 = ngram_gain(p, gpu, lay, n, context, k, sp.k_bar, ngram=_ngram_kbar(workload, p, sp))
+            gain, cand.r, notes2 = ngram_gain(p, gpu, lay, n, context, k, sp.k_bar, ngram=_ngram_kbar(workload, p, sp),
+                                              build=_same_host(sp))
             cand.k_bar = gain.value * cand.r
             notes += notes2
     elif method == "mtp":
@@ -353,6 +354,13 @@ SUFFIX_TOKENS_CAP = 12
 24 and spec factor 1 cap a draft at 12: advisor.vllm_facts suffix_draft_cap)."""
 
 
+def _same_host(sp) -> str | None:
+    """The host profile suffix's prediction matched (n-gram is priced on the same host), or None where it spans
+    several (an unmatched host: n-gram then spans them too)."""
+    pid = getattr(sp, "host_profile", None)
+    return pid if pid and "," not in pid else None
+
+
 def _ngram_kbar(workload, p: ModelProfile, sp):
     """n-gram's own K̄: replayed on the workload's file, or the own-output (or published) prior where the
     suffix prediction ``sp`` uses one (one source for both methods); None: a share of suffix's."""
@@ -379,7 +387,8 @@ def _spec_gain(p, gpu, lay, method, k, n, context, suffix_gain, gains, k_ngram_r
         return Band(value=sp.gain, low=sp.gain_low, high=sp.gain_high), sp.p_win, [
             "suffix gain: K > R predictor FITTED on the seed sweep (+ this host's probes), speculative-step cost from "
             "the host profile (calibration/host_profiles.csv)"]  # fmt: skip
-    band, _, notes = ngram_gain(p, gpu, lay, n, context, k, sp.k_bar, ngram=_ngram_kbar(workload, p, sp))
+    band, _, notes = ngram_gain(p, gpu, lay, n, context, k, sp.k_bar, ngram=_ngram_kbar(workload, p, sp),
+                                build=_same_host(sp))
     return band, None, notes
 
 
@@ -455,7 +464,8 @@ def _operating_point(cand: Candidate, p, gpu, lay, method, k, kv_tokens, concurr
         if method == "mtp":
             _, cand.r, _ = mtp_gain(p, gpu, lay, n_run, context, k)
         elif (sp := gains.get((lay.tp, n_run, k_ngram_ref))) is not None:
-            _, cand.r, _ = ngram_gain(p, gpu, lay, n_run, context, k, sp.k_bar, ngram=_ngram_kbar(workload, p, sp))
+            _, cand.r, _ = ngram_gain(p, gpu, lay, n_run, context, k, sp.k_bar, ngram=_ngram_kbar(workload, p, sp),
+                                      build=_same_host(sp))
         if cand.r:
             cand.k_bar = cand.figures.gain.value * cand.r
     if method != "none":
