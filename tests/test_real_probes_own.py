@@ -65,10 +65,11 @@ def test_modes_on_the_shipped_h200_campaign():
     from advisor.predict.host_infer import serving_real_fit
 
     cal = data_path("calibration")
-    real = serving_real_fit(cal, default_profile_of(), reader_with_hosts(cal))
+    committed = calibration_records(cal)
+    real = serving_real_fit(cal, default_profile_of(), reader_with_hosts(committed))
     held = {c: v["profile"]["id"] for c, v in real["leave_one_corpus_out"].items()}
     assert sorted(held) == ["humaneval", "sharegpt"]
-    out = real_probes.evaluate(calibration_records(cal), cal, default_profile_of(), own_kbar=own_output_replays(cal, live=False),
+    out = real_probes.evaluate(committed, cal, default_profile_of(), own_kbar=own_output_replays(cal, live=False),
                                held_out_hosts=held)  # fmt: skip
     # three passes (smol-r1, smol-r2 share campaign ids; smol-k has its own) x 2 corpora x 3 concurrencies
     assert out["available"] and out["campaigns"] == 12

@@ -87,12 +87,12 @@ def test_shipped_serving_row_is_the_probe_path_fit_and_holds_out_by_corpus():
     understates real traffic's suffix R (the reason the row is fitted on real weights)."""
     if not SMOL.is_dir():
         pytest.skip("SmolLM2-135M-Instruct not built (scripts/build_smollm2.py): its profile is read from it")
-    from advisor.cli.calibrate import reader_with_hosts
+    from advisor.cli.calibrate import calibration_records, reader_with_hosts
     from advisor.paths import data_path
     from advisor.predict.host_infer import serving_real_fit
 
     cal = data_path("calibration")
-    res = serving_real_fit(cal, _profile_of(), reader_with_hosts(cal))
+    res = serving_real_fit(cal, _profile_of(), reader_with_hosts(calibration_records(cal)))
     assert res["available"] and not res["fit"]["at_grid_edge"]
     fit, shipped = res["fit"]["profile"], hp.get("serving")
     for f in FIELDS:

@@ -215,10 +215,10 @@ def _print_published(pub: dict) -> None:
               f" (goal <= {pub['goal']['median_abs_log']}, 80-95%: {'met' if v['meets_goal'] else 'NOT met'})")
 
 
-def reader_with_hosts(calibration_dir):
-    """``read_jsonl_records`` with each record's host filled in from a committed probe store's record of the
-    same host fingerprint (records.jsonl files leave the host to the store)."""
-    hosts = {r.host_fingerprint: r.host for r in calibration_records(calibration_dir) if r.host and r.host_fingerprint}
+def reader_with_hosts(records: list):
+    """``read_jsonl_records`` with each record's host filled in from ``records``' (``calibration_records``) of the
+    same host fingerprint (records.jsonl files leave the host to the probe store)."""
+    hosts = {r.host_fingerprint: r.host for r in records if r.host and r.host_fingerprint}
 
     def read(folder) -> list:
         return [r if r.host or r.host_fingerprint not in hosts else r.model_copy(update={"host": hosts[r.host_fingerprint]})
@@ -352,9 +352,10 @@ def calibrate_cmd(
         from advisor.predict import host_infer, published, real_probes
 
         res["published"] = published.evaluate(data_path("calibration"), profile_of)
-        real = host_infer.serving_real_fit(data_path("calibration"), profile_of, reader_with_hosts(data_path("calibration")))
+        committed = calibration_records(data_path("calibration"))
+        real = host_infer.serving_real_fit(data_path("calibration"), profile_of, reader_with_hosts(committed))
         held_out = {c: v["profile"]["id"] for c, v in real.get("leave_one_corpus_out", {}).items()}
-        res["real_probes"] = real_probes.evaluate(calibration_records(data_path("calibration")), data_path("calibration"), profile_of,
+        res["real_probes"] = real_probes.evaluate(committed, data_path("calibration"), profile_of,
                                                   own_kbar=own_output_replays(data_path("calibration")),
                                                   held_out_hosts=held_out)  # fmt: skip
         res["host_profiles"] = {"seed_inferred": host_infer.infer(obs, profile_of)["best"],

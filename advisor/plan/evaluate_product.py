@@ -58,13 +58,6 @@ def product_recommendation(o: Observation, profile, fitted, rules, *, own_build:
                      planner=partial(planner, build=mem_build), build=mem_build)  # fmt: skip
 
 
-def product_decision(o: Observation, profile, fitted, rules, *, own_build: bool = False) -> tuple[bool, bool, float | None]:
-    """(suffix launched, a probe plan proposed, suffix's P(win) at the launched layout) of
-    :func:`product_recommendation`."""
-    rec = product_recommendation(o, profile, fitted, rules, own_build=own_build)
-    return rec.decision.speculative_method == "suffix", rec.probe_plan is not None, suffix_p_win(rec)
-
-
 def suffix_p_win(rec) -> float | None:
     """P(suffix wins) at the launched layout: the prediction's when suffix is launched, else the
     suffix candidate's there (the one the probe plan would settle)."""
@@ -79,7 +72,7 @@ def suffix_p_win(rec) -> float | None:
 def evaluate_product(profile_of: ProfileFn, *, observations: list[Observation] | None = None,
                      fits: dict | None = None, rules=None, own_build: bool = False) -> dict:  # fmt: skip
     """``{OFF: Score + unsure_rows, ON: …, method}``; ``fits`` from lomo_fits on the same observations;
-    ``own_build``: see :func:`product_decision`."""
+    ``own_build``: see :func:`product_recommendation`."""
     obs = observations if observations is not None else seed_observations(replicates=True)
     fits = fits if fits is not None else lomo_fits(profile_of, obs)
     rules = rules if rules is not None else load_rules()

@@ -156,11 +156,6 @@ def spec_costs(name: str, method: Method = "suffix") -> tuple[float, float]:
     return get(name).costs(method)
 
 
-def plain_floor(name: str, seqs: int) -> float:
-    """The host floor of a plain step of ``seqs`` sequences under profile ``name`` (0 where not measured)."""
-    return get(name).plain_floor(seqs)
-
-
 def _norm(s: str | None) -> str:
     return (s or "").strip().lower()
 

@@ -291,11 +291,12 @@ def step_cost(p: ModelProfile, gpu: GpuSpec, tp: int, s: StepShape) -> StepCost:
     t_pf = max(pf_bytes / (bw * KV_MEM_EFFICIENCY), pf_flops / attn_peak) if pf_bytes else 0.0
     t_ar = allreduce_time(p, gpu, tokens, tp)
     t_launch = launch_time(p, mode)
-    per_step, per_seq = _hp.spec_costs(s.build, s.method)
+    host = _hp.get(s.build)
+    per_step, per_seq = host.costs(s.method)
     t_draft = per_seq * s.seqs if s.spec else 0.0
     t_spec_fixed = per_step if s.spec else 0.0
     total = t_base + t_pf + t_ar + t_launch + STEP_FIXED_S + t_draft + t_spec_fixed
-    floor = 0.0 if s.spec else _hp.plain_floor(s.build, s.seqs)
+    floor = 0.0 if s.spec else host.plain_floor(s.seqs)
     total = max(total, floor)
     return StepCost(
         tokens=tokens, weight_bytes=wb, kv_bytes=kvb, other_bytes=logits + pf_bytes, flops=fl + pf_flops,

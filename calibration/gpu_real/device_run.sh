@@ -10,22 +10,7 @@
 #      the host cost profile (plain step, R of each method) at an 8B shape;
 #   4. a second real-weight pass (noise: repetitions).
 # Results go to /root/results/<part>/ (records.jsonl, responses-*.jsonl, server logs, probes.sqlite).
-set -u
-R=/root/results
-mkdir -p $R /root/models
-export PYTHONPATH=/tmp/site:/tmp/arctic:$PWD VLLM_USE_FLASHINFER_SAMPLER=0 ARCTIC_INFERENCE_ENABLED=0 VLLM_PLUGINS= \
-       VLLM_CACHE_ROOT=/root/vcache PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1
-SERVER="python3 -m vllm.entrypoints.openai.api_server"
-D=/root/stash/data
-SMOL=/root/models/SmolLM2-135M-Instruct
-if [ ! -f $SMOL/.advisor-built ]; then
-  mkdir -p /root/gguf && cat /root/stash/smol.part.a /root/stash/smol.part.b > /root/gguf/SmolLM2-135M-Instruct.Q4_1.gguf
-  python3 scripts/build_smollm2.py --gguf /root/gguf/SmolLM2-135M-Instruct.Q4_1.gguf --out $SMOL || exit 1
-fi
-L8=/root/models/Llama-3.1-8B-Instruct
-mkdir -p $L8 && cp catalog/models/meta-llama/Llama-3.1-8B-Instruct/config.json $L8/ \
-  && cp $SMOL/tokenizer.json $SMOL/tokenizer_config.json $L8/
-python3 -m advisor --data-dir $R/advisor-data host --json > $R/host.json 2>$R/host.err
+source "$(dirname "${BASH_SOURCE[0]}")/device_env.sh"  # set -u, env, the two models, host.json
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv > $R/nvidia-smi.csv
 lscpu > $R/lscpu.txt
 REAL_LOADS=(--load $D/humaneval.jsonl:1:0:8 --load $D/humaneval.jsonl:8:8:40 --load $D/humaneval.jsonl:32:40:136

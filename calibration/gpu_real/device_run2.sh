@@ -7,22 +7,7 @@
 #      is about its cap: suffix:32 drafts ~11, suffix:4 4, ngram:8 8, ngram:4 4 (first campaign));
 #   2. real weights, SmolLM2-135M-Instruct: vanilla, suffix:32, suffix:4 on humaneval and ShareGPT at
 #      concurrency 1, 8, 32 (the slices of device_run.sh), chat API, greedy, 256 tokens.
-set -u
-R=/root/results
-mkdir -p $R /root/models
-export PYTHONPATH=/tmp/site:/tmp/arctic:$PWD VLLM_USE_FLASHINFER_SAMPLER=0 ARCTIC_INFERENCE_ENABLED=0 VLLM_PLUGINS= \
-       VLLM_CACHE_ROOT=/root/vcache PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1
-SERVER="python3 -m vllm.entrypoints.openai.api_server"
-D=/root/stash/data
-SMOL=/root/models/SmolLM2-135M-Instruct
-if [ ! -f $SMOL/.advisor-built ]; then
-  mkdir -p /root/gguf && cat /root/stash/smol.part.a /root/stash/smol.part.b > /root/gguf/SmolLM2-135M-Instruct.Q4_1.gguf
-  python3 scripts/build_smollm2.py --gguf /root/gguf/SmolLM2-135M-Instruct.Q4_1.gguf --out $SMOL || exit 1
-fi
-L8=/root/models/Llama-3.1-8B-Instruct
-mkdir -p $L8 && cp catalog/models/meta-llama/Llama-3.1-8B-Instruct/config.json $L8/ \
-  && cp $SMOL/tokenizer.json $SMOL/tokenizer_config.json $L8/
-python3 -m advisor --data-dir $R/advisor-data host --json > $R/host.json 2>$R/host.err
+source "$(dirname "${BASH_SOURCE[0]}")/device_env.sh"  # set -u, env, the two models, host.json
 echo "== dummy 8B $(date +%T)"
 python3 calibration/gpu_real/real_campaign.py --model $L8 --configs vanilla,suffix:32,suffix:4 --dummy-weights \
   --ignore-eos --warmup-load $D/sharegpt.jsonl:32:500:564 \

@@ -1,0 +1,19 @@
+# Sourced by device_run.sh and device_run2.sh on the GPU machine (project root, after setup.sh): the
+# environment vLLM 0.26.0 + Arctic Inference run with, the real model built from the GGUF parts in /root/stash,
+# the 8B-shaped dummy model, and this host's `advisor host --json`. Defines R, SERVER, D, SMOL, L8.
+set -u
+R=/root/results
+mkdir -p $R /root/models
+export PYTHONPATH=/tmp/site:/tmp/arctic:$PWD VLLM_USE_FLASHINFER_SAMPLER=0 ARCTIC_INFERENCE_ENABLED=0 VLLM_PLUGINS= \
+       VLLM_CACHE_ROOT=/root/vcache PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1
+SERVER="python3 -m vllm.entrypoints.openai.api_server"
+D=/root/stash/data
+SMOL=/root/models/SmolLM2-135M-Instruct
+if [ ! -f $SMOL/.advisor-built ]; then
+  mkdir -p /root/gguf && cat /root/stash/smol.part.a /root/stash/smol.part.b > /root/gguf/SmolLM2-135M-Instruct.Q4_1.gguf
+  python3 scripts/build_smollm2.py --gguf /root/gguf/SmolLM2-135M-Instruct.Q4_1.gguf --out $SMOL || exit 1
+fi
+L8=/root/models/Llama-3.1-8B-Instruct
+mkdir -p $L8 && cp catalog/models/meta-llama/Llama-3.1-8B-Instruct/config.json $L8/ \
+  && cp $SMOL/tokenizer.json $SMOL/tokenizer_config.json $L8/
+python3 -m advisor --data-dir $R/advisor-data host --json > $R/host.json 2>$R/host.err
