@@ -4,7 +4,9 @@ Grammar of one item: ``METHOD[:K][@KEY=VALUE]...`` with METHOD ``vanilla``, ``su
 32, the write-up's) or ``ngram`` (K defaults to 4). KEYs override the campaign's settings for this
 configuration only: ``gmu``, ``max_model_len``, ``max_num_seqs``, ``tp``, ``cudagraph``; for suffix
 ``max_tree_depth``, ``max_cached_requests``, ``max_spec_factor``, ``min_token_prob``; for ngram
-``prompt_lookup_min``, ``prompt_lookup_max``. The label (``ProbeRecord.config``) is the normalised
+``prompt_lookup_min``, ``prompt_lookup_max``. ``ngram_gpu[:K]`` is vLLM's GPU n-gram proposer (the same
+lookup on the GPU, with async scheduling kept on: vllm/config/vllm.py, 0.26.0 ``NgramGPUTypes``); the
+product measures it but does not recommend it yet. The label (``ProbeRecord.config``) is the normalised
 item, overrides sorted by key, so reruns recognise finished configurations.
 """
 
@@ -20,7 +22,7 @@ from advisor.domain.decision import Decision, SuffixParams
 from advisor.kbar.ngram import DEFAULT_NGRAM_K
 from advisor.vllm_facts import DEFAULT_VERSION
 
-DEFAULT_K = {"suffix": 32, "ngram": DEFAULT_NGRAM_K}
+DEFAULT_K = {"suffix": 32, "ngram": DEFAULT_NGRAM_K, "ngram_gpu": DEFAULT_NGRAM_K}
 _DECISION_KEYS = {
     "gmu": "gpu_memory_utilization",
     "max_model_len": "max_model_len",
@@ -35,7 +37,7 @@ _NGRAM_KEYS = {"prompt_lookup_min", "prompt_lookup_max"}
 class ProbeConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    method: Literal["vanilla", "suffix", "ngram"]
+    method: Literal["vanilla", "suffix", "ngram", "ngram_gpu"]
     k: int | None = None
     overrides: tuple[tuple[str, str], ...] = ()
 
@@ -53,8 +55,8 @@ def _parse_one(item: str) -> ProbeConfig:
     head, *pairs = item.strip().split("@")
     method, _, k_text = head.partition(":")
     method = method.strip().lower()
-    if method not in ("vanilla", "suffix", "ngram"):
-        raise UsageError(f"unknown probe configuration {item!r}: expected vanilla, suffix[:K] or ngram[:K]")
+    if method not in ("vanilla", "suffix", "ngram", "ngram_gpu"):
+        raise UsageError(f"unknown probe configuration {item!r}: expected vanilla, suffix[:K], ngram[:K] or ngram_gpu[:K]")
     if method == "vanilla" and k_text:
         raise UsageError(f"{item!r}: vanilla takes no K")
     k = None
@@ -65,7 +67,7 @@ def _parse_one(item: str) -> ProbeConfig:
             raise UsageError(f"{item!r}: K must be an integer") from None
         if not 1 <= k <= 64:
             raise UsageError(f"{item!r}: K must be in 1..64")
-    allowed = set(_DECISION_KEYS) | (_SUFFIX_KEYS if method == "suffix" else set()) | (_NGRAM_KEYS if method == "ngram" else set())
+    allowed = set(_DECISION_KEYS) | (_SUFFIX_KEYS if method == "suffix" else set()) | (_NGRAM_KEYS if method in ("ngram", "ngram_gpu") else set())
     overrides: dict[str, str] = {}
     for pair in pairs:
         key, eq, value = pair.partition("=")
@@ -117,8 +119,8 @@ def probe_flags(cfg: ProbeConfig, base: Decision, version: str = DEFAULT_VERSION
     from advisor.render.flags import serve_flags
 
     flags = serve_flags(probe_decision(cfg, base), version)
-    if cfg.method == "ngram":
-        spec: dict = {"method": "ngram", "num_speculative_tokens": cfg.k}
+    if cfg.method in ("ngram", "ngram_gpu"):
+        spec: dict = {"method": cfg.method, "num_speculative_tokens": cfg.k}
         for key, value in cfg.overrides:
             if key in _NGRAM_KEYS:
                 try:

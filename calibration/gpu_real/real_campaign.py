@@ -120,8 +120,18 @@ def main() -> int:
                                          max_tokens=args.max_tokens, temperature=0.0, ignore_eos=args.ignore_eos,
                                          max_wall_s=300)  # fmt: skip
                         t0 = time.monotonic()
-                        run_load(srv.base_url, srv.served_model, srv.api, wc.prompts[wstart:wend], wspec,
-                                 alive=lambda: srv.process.poll() is None)  # fmt: skip
+                        wprompts = wc.prompts[wstart:wend]
+                        wload = run_load(srv.base_url, srv.served_model, srv.api, wprompts,
+                                         wspec.model_copy(update={"keep_responses": True}),
+                                         alive=lambda: srv.process.poll() is None)  # fmt: skip
+                        # saved so that an offline replay can feed the same responses to its suffix tree first
+                        with (out / f"warmup-{safe}.jsonl").open("w") as fh:
+                            for r in sorted(wload.responses, key=lambda r: r.index):
+                                p = wprompts[r.index]
+                                fh.write(json.dumps({"index": wstart + r.index, "prompt": p.text, "messages": p.messages,
+                                                     "response": r.text, "completion_tokens": r.completion_tokens,
+                                                     "config": cfg.label, "api": srv.api, "finish_reason": r.finish_reason,
+                                                     "prompt_token_ids": r.prompt_token_ids, "token_ids": r.token_ids}) + "\n")  # fmt: skip
                         print(f"  warm-up load c{wconc} [{wstart}:{wend}] in {time.monotonic() - t0:.1f}s (discarded)", flush=True)
                     for path, conc, start, end in loads:
                         corpus = corpora[path]
