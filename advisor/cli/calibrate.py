@@ -269,7 +269,7 @@ def own_output_replays(calibration_dir, *, live: bool | None = None) -> dict:
     out: dict[tuple, dict] = {}
     for rec_path in sorted(Path(calibration_dir).rglob("records.jsonl")):
         run = rec_path.parent
-        if not any(run.glob("responses-vanilla-*.jsonl")):
+        if not any(run.glob("responses-vanilla-*.jsonl*")):  # .jsonl or .jsonl.gz
             continue
         try:
             records = runs.read_records(run)

@@ -17,6 +17,7 @@ Arctic Inference and the tokenizer are here and reads the committed file otherwi
 
 from __future__ import annotations
 
+import gzip
 import json
 from pathlib import Path
 
@@ -37,10 +38,22 @@ def read_records(run: Path) -> list[dict]:
     return [r for r in rows if r.get("outcome") == "ok"]
 
 
+def _jsonl(path: Path) -> list[dict]:
+    """The lines of ``path`` or, where only that is committed, of ``path``.gz."""
+    text = path.read_text() if path.is_file() else gzip.decompress(path.with_name(path.name + ".gz").read_bytes()).decode()
+    return [json.loads(x) for x in text.splitlines() if x.strip()]
+
+
 def responses(run: Path, config: str, record: dict) -> list[dict]:
     """The recorded outputs of ``config`` for ``record``'s load (corpus, concurrency)."""
-    name = f"responses-{safe_label(config)}-{Path(record['corpus']).stem}-c{record['concurrency']}.jsonl"
-    return [json.loads(x) for x in (run / name).read_text().splitlines() if x.strip()]
+    return _jsonl(run / f"responses-{safe_label(config)}-{Path(record['corpus']).stem}-c{record['concurrency']}.jsonl")
+
+
+def warmup(run: Path, config: str) -> list[dict] | None:
+    """The discarded warm-up load's outputs of ``config``'s boot (``real_campaign.py --warmup-load``, saved from
+    session 7's campaign on), or None where the run did not save them."""
+    path = run / f"warmup-{safe_label(config)}.jsonl"
+    return _jsonl(path) if path.is_file() or path.with_name(path.name + ".gz").is_file() else None
 
 
 def pairs(tok, rows: list[dict], max_tokens: int, texts: list[str | None] | None = None) -> list:
@@ -80,10 +93,14 @@ def figure(stats) -> dict:
             "tokens": c.total("output_tokens"), "requests": c.n}  # fmt: skip
 
 
-def replay_boot(method: str, k: int, loads: list[tuple[int, list]]) -> list[dict]:
-    """Per-load figures of one boot's loads replayed in order (suffix: one warm cache)."""
+def replay_boot(method: str, k: int, loads: list[tuple[int, list]], warm: tuple[int, list] | None = None) -> list[dict]:
+    """Per-load figures of one boot's loads replayed in order (suffix: one warm cache). ``warm`` is the boot's
+    discarded warm-up load (concurrency, pairs): fed to the suffix tree first, as vLLM's was, and not reported."""
     out, rid = [], 0
     cache = new_cache(ReplayConfig(num_speculative_tokens=k)) if method == "suffix" else None
+    if warm is not None and method == "suffix":
+        list(replay(warm[1], ReplayConfig(num_speculative_tokens=k, concurrency=warm[0]), cache, first_id=rid))
+        rid += len(warm[1])
     for conc, prs in loads:
         if method == "suffix":
             stats = list(replay(prs, ReplayConfig(num_speculative_tokens=k, concurrency=conc), cache, first_id=rid))
@@ -108,6 +125,10 @@ def by_config(records: list[dict]) -> dict[str, list[dict]]:
     return out
 
 
+WARMUP_CONCURRENCY = 32
+"""The warm-up load's concurrency in every campaign that saved it (device_run3.sh: ``--warmup-load FILE:32:...``)."""
+
+
 def own_rows(run: Path, tok, *, methods: tuple[str, ...] = ("suffix", "ngram")) -> list[dict]:
     """For every speculative record of ``run`` (in the order replay.json lists them), the replay of the
     vanilla boot's outputs for the same prompts: ``{config, corpus, concurrency, started_at, own}``."""
@@ -121,7 +142,9 @@ def own_rows(run: Path, tok, *, methods: tuple[str, ...] = ("suffix", "ngram")) 
         max_tokens = recs[0].get("max_tokens") or 256
         loads = [(r["concurrency"], pairs(tok, responses(run, "vanilla", plain[(r["corpus"], r["concurrency"])]), max_tokens))
                  for r in recs]  # fmt: skip
-        for r, fig in zip(recs, replay_boot(method, k, loads)):
+        w = warmup(run, "vanilla")
+        warm = (WARMUP_CONCURRENCY, pairs(tok, w, max_tokens)) if w else None
+        for r, fig in zip(recs, replay_boot(method, k, loads, warm)):
             out.append({"config": cfg, "corpus": Path(r["corpus"]).stem, "concurrency": r["concurrency"],
                         "started_at": r.get("started_at"), "own": fig})  # fmt: skip
     return out

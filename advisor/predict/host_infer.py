@@ -392,13 +392,14 @@ def serving_fit(calibration_dir, profile_of: ProfileFn, read) -> dict:
             "held_out": held_out}
 
 
-SERVING_REAL_FIT = ("smol-r1", "smol-r2", "smol-k")
+SERVING_REAL_FIT = ("smol-r1", "smol-r2", "smol-k", "smol-g")
 """The real-weight `vllm serve` folders of the H200 campaign the ``h200-vllm0.26.0-serving`` row is fitted on
-(SmolLM2-135M-Instruct: vanilla, suffix:4, suffix:32, ngram:4; humaneval and ShareGPT; concurrency 1, 8, 32;
-four passes, the last two warmed by a discarded load)."""
-SERVING_REAL_ASYNC = ("smol-noasync",)
+(SmolLM2-135M-Instruct: vanilla, suffix:4, suffix:32, ngram:4; humaneval and ShareGPT; concurrency 1, 8, 32, and
+64 for ShareGPT in smol-g; four passes, the last two warmed by a discarded load; smol-g's ngram_gpu:4 runs are
+not CPU-proposer pairs and are left out by probe_pairs)."""
+SERVING_REAL_ASYNC = ("smol-noasync", "smol-noasync-w")
 """Its vanilla runs with ``--no-async-scheduling`` (the async-off share)."""
-SERVING_DUMMY_WARM = ("l8-dummy-k",)
+SERVING_DUMMY_WARM = ("l8-dummy-k", "l8-g")
 """Warmed dummy-weight runs of the Llama-3.1-8B shape on the same host (vanilla, suffix:32, suffix:4, ngram:8):
 what a user's ``--dummy-weights`` probe measures, checked against the real-weight pairs."""
 
