@@ -401,6 +401,11 @@ def calibrate_cmd(
                     by = ", ".join(f"{k} {v:.3f}" for k, v in m["median_abs_log_gain_error_by_method"].items())
                     print(f"  K̄ from {mode}: chosen option within 2% of the best measured in {m['chosen_within_2pct_share']:.0%}, "
                           f"median |ln gain error| {m['median_abs_log_gain_error']:.3f} ({by})")
+            noise = rp.get("pass_to_pass") or {}
+            if noise.get("passes"):
+                print(f"  the measurement's own noise: {noise['passes']} passes of settings measured more than once land "
+                      f"median |ln| {noise['median_abs_log_from_setting_median']:.3f} (max "
+                      f"{noise['max_abs_log_from_setting_median']:.3f}) from their setting's median gain")
         return
     from advisor.predict.refit import refit_report
 

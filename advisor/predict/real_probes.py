@@ -98,7 +98,7 @@ def evaluate(records: list, calibration_dir: Path, profile_of, own_kbar: dict | 
     by: dict[str, list] = {}
     for r in recs:
         by.setdefault(r.campaign_id, []).append(r)
-    rows, skipped = [], []
+    rows, skipped, spread = [], [], []
     for cid, rs in sorted(by.items()):
         vans = sorted((r for r in rs if r.config == "vanilla" and "--no-async-scheduling" not in (r.command or [])),
                       key=lambda v: v.started_at)  # fmt: skip
@@ -139,6 +139,9 @@ def evaluate(records: list, calibration_dir: Path, profile_of, own_kbar: dict | 
         per_mode: dict[str, dict] = {m: {"options": {"vanilla": {"predicted": 1.0}}} for m in MODES}
         kbar_rows = {}
         for config, measured in gains.items():
+            if len(measured) > 1:  # a setting measured in several passes: how far one pass lands from their median
+                mid = statistics.median(measured)
+                spread += [abs(math.log(g / mid)) for g in measured]
             s = next(r for r in specs if r.config == config)
             method, k = config.split(":", 1)[0], int(config.split(":", 1)[1] or 0)
             options[config] = {"measured": round(statistics.median(measured), 4)}
@@ -201,6 +204,7 @@ def evaluate(records: list, calibration_dir: Path, profile_of, own_kbar: dict | 
             "median_abs_log_gain_error": top["median_abs_log_gain_error"],
             "median_abs_log_gain_error_by_method": top["median_abs_log_gain_error_by_method"],
             "modes": modes, "own_priors_leave_one_host_out": own_priors_leave_one_host_out(evidence),
+            "pass_to_pass": pass_to_pass(spread),
             "method_note": "medians over passes of each setting's gain, each pass against its own vanilla; the top-level "
                            "figures are mode 'priors' (shipped priors, own-output ones leave-one-host-out); modes: "
                            "seed_priors (seed-implied priors only), priors, own_output_replay (K̄ replayed on the vanilla "
@@ -209,6 +213,16 @@ def evaluate(records: list, calibration_dir: Path, profile_of, own_kbar: dict | 
                            "speculative runs' measured K̄ is never given to the predictor",
             "meets_goal": top["meets_goal"], "meets_goal_own_output_replay": modes["own_output_replay"]["meets_goal"],
             "rows": rows, "skipped": skipped}  # fmt: skip
+
+
+def pass_to_pass(spread: list[float]) -> dict:
+    """The measurement's own noise: |ln(one pass's gain / the median of that setting's passes)| over every pass of
+    a setting (campaign and configuration) measured more than once. A predictor scored on these medians cannot be
+    held to much less than this (each pass is a separate boot and a load of 8 to 256 requests)."""
+    if not spread:
+        return {"passes": 0}
+    return {"passes": len(spread), "median_abs_log_from_setting_median": round(statistics.median(spread), 4),
+            "max_abs_log_from_setting_median": round(max(spread), 4)}  # fmt: skip
 
 
 def own_priors_leave_one_host_out(evidence: list[dict] | None = None) -> dict:
