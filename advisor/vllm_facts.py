@@ -64,6 +64,11 @@ class VllmFacts(BaseModel):
     """The same cap on compute capability 10.x (B200)."""
     async_scheduling_with_suffix: bool
     """Whether async scheduling stays on with suffix decoding (VllmConfig.__post_init__)."""
+    async_spec_methods: tuple[str, ...]
+    """Speculative methods vLLM keeps async scheduling on with (EAGLE/MTP, the GPU n-gram proposer, DSpark);
+    every other method (suffix, the CPU ``ngram``) turns it off. The step-cost model prices accordingly: a
+    CPU-proposer step pays the host profile's cost on top of the GPU step, an MTP step overlaps the host floor
+    (advisor.predict.absolute.mtp_gain). ``ngram_gpu`` is measured by probes, not recommended (docs/predictor.md)."""
     capture_sizes_multiple_of_qlen: bool
     """Capture sizes rounded up to multiples of 1 + K with speculation (model runner V1, FULL decode
     mode: CompilationConfig.adjust_cudagraph_sizes_for_spec_decode)."""
@@ -128,6 +133,7 @@ _B200_CLASS = (160, (), 16384, 1024)
 _SUFFIX = dict(suffix_max_tree_depth=24, suffix_max_cached_requests=10000, suffix_max_spec_factor=1.0,
                suffix_min_token_prob=0.1)  # fmt: skip
 _COMMON = dict(block_size=16, async_scheduling_with_suffix=False, capture_sizes_multiple_of_qlen=True,
+               async_spec_methods=("eagle", "eagle3", "mtp", "ngram_gpu", "dspark"),
                profiles_cudagraph_memory=True, mtp_method="mtp",
                gpu_memory_utilization=0.92, arctic_inference="0.3.0", pp_speculative_methods=(),
                spec_schedule=True, spec_schedule_methods=("ngram", "mtp"), spec_schedule_with_dp=False,
@@ -150,6 +156,8 @@ _TABLE: dict[str, dict] = {
             "ngram_prompt_lookup": "vllm/config/speculative.py:739-742 (0.26.0)",
             "block_size": "vllm/config/cache.py:47 DEFAULT_BLOCK_SIZE (0.26.0)",
             "graph_cap": "vllm/config/vllm.py:1794-1796 min(max_num_seqs * decode_query_len * 2, 512), no sm100 case (0.26.0)",
+            "async_spec_methods": "vllm/config/vllm.py:1059-1107: async scheduling stays on for EagleModelTypes (MTP "
+                                  "included), NgramGPUTypes and dspark, off for any other method (0.26.0)",
             "async_scheduling_with_suffix": "vllm/config/vllm.py:1071-1083 'Async scheduling not supported with "
                                             "suffix-based speculative decoding' (0.26.0; seen in the H200 boot logs)",
             "capture_sizes_multiple_of_qlen": "vllm/config/compilation.py:1459-1473, 1503-1533 (0.26.0; K=32 captured "
@@ -184,6 +192,8 @@ _TABLE: dict[str, dict] = {
             "block_size": "vllm/config/cache.py:72 DEFAULT_BLOCK_SIZE (0.32.0)",
             "graph_cap": "vllm/config/vllm.py:2358 '1024 if is_device_capability_family(100) else 512' (0.32.0)",
             "async_scheduling_with_suffix": "vllm/config/vllm.py:1597-1610 (0.32.0)",
+            "async_spec_methods": "vllm/config/vllm.py:1596-1610: on for EagleModelTypes, NgramGPUTypes, draft_model, "
+                                  "dspark (0.32.0)",
             "capture_sizes_multiple_of_qlen": "vllm/config/compilation.py:1489-1501, 1530-1558 (0.32.0)",
             "profiles_cudagraph_memory": "vllm/envs.py:328 VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=True, read in "
                                          "vllm/v1/worker/gpu_worker.py:709 (0.32.0)",
@@ -215,6 +225,8 @@ _TABLE: dict[str, dict] = {
             "ngram_prompt_lookup": "vllm/config/speculative.py:1302-1305 (0.33.0)",
             "block_size": "vllm/config/cache.py:185 DEFAULT_BLOCK_SIZE (0.33.0)",
             "graph_cap": "vllm/config/vllm.py:2463-2470 '1024 if is_device_capability_family(100) else 512' (0.33.0)",
+            "async_spec_methods": "vllm/config/vllm.py:1651-1662: V1 runner, on for EagleModelTypes, NgramGPUTypes, "
+                                  "draft_model, dspark, dflash (0.33.0)",
             "async_scheduling_with_suffix": "vllm/config/vllm.py:1652-1666: V1 runner, method not eagle/ngram-gpu/"
                                             "draft_model -> async scheduling disabled (0.33.0)",
             "capture_sizes_multiple_of_qlen": "vllm/config/compilation.py:1537-1564 (0.33.0)",

@@ -27,6 +27,7 @@ from vllm.config import CacheConfig, SpeculativeConfig, VllmConfig, CompilationC
 import vllm.envs as envs
 from vllm.usage.usage_lib import UsageContext
 fields = {f.name: f.default for f in dataclasses.fields(SpeculativeConfig)}
+import typing
 src_vllm = inspect.getsource(VllmConfig)
 src_spec = inspect.getsource(importlib.import_module("vllm.config.speculative"))
 
@@ -57,6 +58,10 @@ print(json.dumps({
     # the async-scheduling fallback names the method: "%s-based " "speculative decoding" (0.26, 0.32),
     # f"{spec_config.method}-based speculative decoding" (0.33), with suffix outside the allowed methods
     "async_off_for_other_methods": bool(re.search(r'-based\s*"?\s*"?speculative decoding', src_vllm)),
+    # the method families VllmConfig keeps async scheduling on with (EagleModelTypes holds MTP's names)
+    "async_types": sorted(typing.get_args(importlib.import_module("vllm.config.speculative").EagleModelTypes)
+                          + typing.get_args(importlib.import_module("vllm.config.speculative").NgramGPUTypes)),
+    "names_ngram_gpu_and_dspark": "NgramGPUTypes" in src_vllm and '"dspark"' in src_vllm,
     "mtp": '"mtp"' in src_spec,
     "profiles_graphs": bool(envs.VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS),
     "parser": hasattr(importlib.import_module(os.environ["ADVISOR_PARSER_MODULE"]), "make_arg_parser"),
@@ -84,6 +89,9 @@ def test_facts_match_the_release_own_config_defaults(version: str):
     assert (f.graph_cap_sm100 == 1024) == got["cap_sm100"] and got["cap_512"] and f.graph_cap == 512
     assert f.capture_sizes_multiple_of_qlen == got["rounds_to_qlen"]
     assert f.async_scheduling_with_suffix is not got["async_off_for_other_methods"]
+    assert got["names_ngram_gpu_and_dspark"] and "mtp" in got["async_types"] and "ngram_gpu" in got["async_types"]
+    assert set(f.async_spec_methods) <= set(got["async_types"]) | {"dspark"}
+    assert not {"suffix", "ngram"} & set(got["async_types"]) and not {"suffix", "ngram"} & set(f.async_spec_methods)
     assert got["mtp"] and f.mtp_method == "mtp"
     assert f.profiles_cudagraph_memory == got["profiles_graphs"]
     assert got["parser"], f"{f.parser_module} has no make_arg_parser in vLLM {got['version']}"
