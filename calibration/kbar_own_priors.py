@@ -11,7 +11,9 @@ Evidence (one row per measured setting: host, corpus, configuration, concurrency
   ``real_campaign.py`` runs on the H200, vLLM 0.26), when present.
 
 Each row has vLLM's measured K̄ (tokens per step), the own-output replay's (the vanilla run's
-outputs), the reference-response replay's, and own / reference. A prior per corpus and method:
+outputs), the reference-response replay's, own / reference, and K̄'s growth per doubling of the output
+length on that load's own outputs (``calibration/kbar_length.csv``, calibration/kbar_length.py): the
+priors are stated at kbar_prior.PRIOR_MAX_TOKENS output tokens, each measured K̄ carried there with it. A prior per corpus and method:
 ``k_bar`` = median measured K̄ over the settings; ``k_bar_low``/``k_bar_high`` = the lowest and
 highest measured, each scaled by its own-output replay's 95% bootstrap interval over requests
 (the sampling spread of a few dozen prompts) and widened by the largest |ln(own replay /
@@ -38,7 +40,18 @@ EVIDENCE = HERE / "kbar_own_evidence.csv"
 PRIORS = HERE / "kbar_own_priors.csv"
 FIELDS = ["source", "host", "vllm", "model", "corpus", "config", "method", "k", "concurrency", "max_tokens", "requests",
           "measured_k_bar", "own_k_bar", "own_same_run_k_bar", "reference_k_bar", "ln_own", "ln_reference",
-          "measured_over_reference", "own_ci_low", "own_ci_high"]  # fmt: skip
+          "measured_over_reference", "own_ci_low", "own_ci_high", "growth_per_doubling"]  # fmt: skip
+LENGTH = HERE / "kbar_length.csv"
+
+
+def _growth() -> dict[tuple, str]:
+    """{(source, corpus, config, concurrency): K̄'s growth per doubling of the output length} from
+    calibration/kbar_length.csv (calibration/kbar_length.py; several loads of one key: the first, in file order)."""
+    out: dict[tuple, str] = {}
+    if LENGTH.is_file():
+        for r in csv.DictReader(LENGTH.open()):
+            out.setdefault((r["source"], r["corpus"], r["config"], int(r["concurrency"])), r["growth"])
+    return out
 
 
 def _rows_cpu() -> list[dict]:
@@ -80,6 +93,9 @@ def _r(x: float | None) -> float | None:
 
 def main(evidence: Path = EVIDENCE, priors_path: Path = PRIORS) -> int:
     rows = _rows_cpu() + _rows_gpu()
+    growth = _growth()
+    for r in rows:
+        r["growth_per_doubling"] = growth.get((r["source"], r["corpus"], r["config"], int(r["concurrency"])), "")
     with evidence.open("w", newline="") as fh:
         w = csv.DictWriter(fh, FIELDS, lineterminator="\n")
         w.writeheader()

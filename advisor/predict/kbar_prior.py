@@ -172,12 +172,28 @@ class KbarChoice(BaseModel):
         return math.log(max(self.high, 1.0) / max(self.low, 1.0)) / (2 * 1.6449) if self.high > self.low else 0.0
 
 
+PRIOR_MAX_TOKENS = 256
+"""The output length (tokens generated per request, at most) the own-output priors are stated at: the H200
+runs' ``max_tokens``. A measurement at another length is carried to it by its own outputs' growth per doubling
+(calibration/kbar_length.py: K̄ replayed whole over K̄ replayed cut at half); SmolLM2's suffix K̄ on ShareGPT
+grows about 1.3x from 128 to 256 tokens (calibration/kbar_length.csv), humaneval's about 1.0-1.1x."""
+
+
+def at_prior_length(r: dict) -> float:
+    """An evidence row's measured K̄ carried to PRIOR_MAX_TOKENS with its growth per doubling (1 where unknown)."""
+    m, g, mt = float(r["measured_k_bar"]), r.get("growth_per_doubling"), r.get("max_tokens")
+    if g in (None, "") or mt in (None, "") or int(mt) == PRIOR_MAX_TOKENS:
+        return m
+    return max(1.0, m * float(g) ** math.log2(PRIOR_MAX_TOKENS / int(mt)))
+
+
 def derive_own(rows: list[dict], *, exclude_host: str | None = None) -> list[dict]:
     """kbar_own_priors.csv rows from kbar_own_evidence.csv rows (calibration/kbar_own_priors.py writes
     them; ``exclude_host``: leave that host's rows out, for the leave-one-host-out check): per corpus
-    and method, ``k_bar`` = median measured K̄; low / high = the lowest and highest measured, each scaled
-    by its own-output replay's bootstrap interval where known, widened by the method's largest
-    |ln(own replay / measured)|; ``own_over_reference`` = median (min, max) of measured / reference."""
+    and method, ``k_bar`` = median measured K̄, each carried to PRIOR_MAX_TOKENS output tokens
+    (:func:`at_prior_length`); low / high = the lowest and highest, each scaled by its own-output replay's
+    bootstrap interval where known, widened by the method's largest |ln(own replay / measured)|;
+    ``own_over_reference`` = median (min, max) of measured / reference."""
     import statistics
 
     def f(x):
@@ -186,7 +202,7 @@ def derive_own(rows: list[dict], *, exclude_host: str | None = None) -> list[dic
     rows = [r for r in rows if exclude_host is None or not r["host"].lower().startswith(exclude_host.lower())]
 
     def band(r: dict) -> tuple[float, float]:
-        m, own = f(r["measured_k_bar"]), f(r["own_k_bar"])
+        m, own = at_prior_length(r), f(r["own_k_bar"])
         lo, hi = f(r["own_ci_low"]) or own, f(r["own_ci_high"]) or own
         return m * lo / own, m * hi / own
 
@@ -194,7 +210,7 @@ def derive_own(rows: list[dict], *, exclude_host: str | None = None) -> list[dic
     for corpus, method in sorted({(r["corpus"], r["method"]) for r in rows}):
         group = [r for r in rows if r["corpus"] == corpus and r["method"] == method]
         err = max(abs(f(r["ln_own"])) for r in rows if r["method"] == method)
-        ks = [f(r["measured_k_bar"]) for r in group]
+        ks = [at_prior_length(r) for r in group]
         bands = [band(r) for r in group]
         ratio = [f(r["measured_over_reference"]) for r in group]
         out.append({
@@ -232,8 +248,8 @@ def own_prior(corpus: str | None, family: str, method: str = "suffix",
         return None
     return KbarChoice(k_bar=hit.k_bar, low=hit.k_bar_low, high=hit.k_bar_high, k=hit.k,
                       source=f"{OWN_SOURCE} prior {corpus}/{method}:{hit.k}: {hit.k_bar:.2f} "
-                             f"[{hit.k_bar_low:.2f}, {hit.k_bar_high:.2f}] over {hit.settings} settings "
-                             f"(calibration/{OWN_PRIORS_FILE}; one model)")  # fmt: skip
+                             f"[{hit.k_bar_low:.2f}, {hit.k_bar_high:.2f}] over {hit.settings} settings at "
+                             f"{PRIOR_MAX_TOKENS} output tokens (calibration/{OWN_PRIORS_FILE}; one model)")  # fmt: skip
 
 
 def is_own_source(source: str | None) -> bool:

@@ -239,7 +239,8 @@ def own_priors_leave_one_host_out(evidence: list[dict] | None = None) -> dict:
         scored = [(r, priors.get((r["corpus"], r["method"]))) for r in rows if r["host"] == host]
         by = {}
         for m in ("suffix", "ngram"):
-            pairs = [(float(r["measured_k_bar"]), p) for r, p in scored if r["method"] == m and p]
+            # each held-out row carried to the priors' output length with its own outputs' growth (kbar_prior)
+            pairs = [(kp.at_prior_length(r), p) for r, p in scored if r["method"] == m and p]
             if pairs:
                 by[m] = {"settings": len(pairs),
                          "median_abs_log": round(statistics.median(abs(math.log(p["k_bar"] / k)) for k, p in pairs), 4),
