@@ -57,6 +57,21 @@ def test_flags_follow_the_campaign_base() -> None:
     assert probe_decision(ngram, base).speculative_method is None  # ngram is added as flags, not a Decision
 
 
+def test_ngram_gpu_is_vllms_gpu_proposer_with_ngrams_lookup_keys() -> None:
+    """``ngram_gpu[:K]``: vLLM's GPU n-gram proposer (async scheduling stays on with it, advisor.vllm_facts
+    async_spec_methods), measured by probes (calibration/gpu_real/h200-vllm0.26.0/smol-g, l8-g), never recommended."""
+    from advisor import vllm_facts
+
+    (g,) = parse_configs("ngram_gpu@prompt_lookup_min=2")
+    assert g.label == "ngram_gpu:4@prompt_lookup_min=2" and not g.is_vanilla
+    f = probe_flags(g, Decision())
+    assert json.loads(f[f.index("--speculative-config") + 1]) == {"method": "ngram_gpu", "num_speculative_tokens": 4, "prompt_lookup_min": 2}
+    assert probe_decision(g, Decision()).speculative_method is None
+    assert "ngram_gpu" in vllm_facts.facts("0.26").async_spec_methods
+    with pytest.raises(UsageError, match="unknown override"):
+        parse_configs("ngram_gpu:4@max_tree_depth=8")
+
+
 def test_server_program() -> None:
     assert server_program("vllm serve") == ["vllm", "serve"]
     assert server_program("/v/bin/python -m vllm.entrypoints.openai.api_server") == [

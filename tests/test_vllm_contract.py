@@ -97,7 +97,7 @@ def parsed(tmp_path_factory, version: str) -> dict[str, dict]:
     # The probe's own configurations (advisor.probe.configs) go through the same parser.
     from advisor.probe.configs import parse_configs, probe_flags
 
-    for cfg in parse_configs("vanilla,suffix:16,ngram:4,suffix:8@gmu=0.8@max_model_len=4096"):
+    for cfg in parse_configs("vanilla,suffix:16,ngram:4,ngram_gpu:4,suffix:8@gmu=0.8@max_model_len=4096"):
         argv = _roundtrip([MODEL, *probe_flags(cfg, Decision(max_model_len=8192), version)])
         cases.append({"id": f"probe_{cfg.label}", "argv": argv})
     # The rendered files: what launch.sh really passes to vllm (a recording fake on PATH), and
@@ -232,7 +232,7 @@ def test_vllm_validates_json_values(parsed: dict[str, dict]) -> None:
 
 def test_vllm_accepts_probe_configs(parsed: dict[str, dict]) -> None:
     probes = {k[len("probe_"):]: v for k, v in parsed.items() if k.startswith("probe_")}
-    assert set(probes) == {"vanilla", "suffix:16", "ngram:4", "suffix:8@gmu=0.8@max_model_len=4096"}
+    assert set(probes) == {"vanilla", "suffix:16", "ngram:4", "ngram_gpu:4", "suffix:8@gmu=0.8@max_model_len=4096"}
     for label, result in probes.items():
         assert result["ok"], (label, result["error"])
     assert probes["vanilla"]["values"]["speculative_config"] is None
@@ -240,6 +240,8 @@ def test_vllm_accepts_probe_configs(parsed: dict[str, dict]) -> None:
     ngram = probes["ngram:4"]["values"]["spec_validated"]
     assert (ngram["method"], ngram["num_speculative_tokens"]) == ("ngram", 4)
     assert ngram["prompt_lookup_min"] >= 1 and ngram["prompt_lookup_max"] >= ngram["prompt_lookup_min"]
+    gpu = probes["ngram_gpu:4"]["values"]["spec_validated"]  # vLLM's GPU n-gram proposer, validated by the release
+    assert (gpu["method"], gpu["num_speculative_tokens"]) == ("ngram_gpu", 4) and gpu["prompt_lookup_min"] >= 1
     over = probes["suffix:8@gmu=0.8@max_model_len=4096"]["values"]
     assert over["gpu_memory_utilization"] == pytest.approx(0.8)
     assert over["max_model_len"] == 4096
