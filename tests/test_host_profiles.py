@@ -45,10 +45,14 @@ def test_unknown_host_spans_the_known_profiles_and_names_the_probe():
     p = load_profile(LLAMA_8B)
     w = Workload(corpus="sharegpt", concurrency=32)
     unknown = predict(p, get_gpu("H100"), 8, w, host_state="OFF")
-    given = {b: predict(p, get_gpu("H100"), 8, w, host_state="OFF", build=b) for b in ("seed", "release")}
+    # each known profile priced at the unknown host's own K̄ (a given build brings its host class's K̄ prior
+    # and fitted terms, an unknown host neither): its R is their geometric mean, its gain K̄ / R alone
+    same = w.model_copy(update={"k_bar": unknown.k_bar, "k_bar_k": 32})
+    given = {b: predict(p, get_gpu("H100"), 8, same, host_state="OFF", build=b) for b in ("seed", "release")}
     assert unknown.host_match == "none" and unknown.host_spread > 0.1
-    mid = math.sqrt(given["seed"].gain * given["release"].gain)
-    assert unknown.gain == pytest.approx(mid, rel=0.01)
+    assert unknown.r == pytest.approx(math.sqrt(given["seed"].r * given["release"].r), rel=0.01)
+    assert unknown.decomposition.fitted_factor == pytest.approx(1.0, abs=1e-4)
+    assert unknown.gain == pytest.approx(unknown.k_bar / unknown.r, rel=0.01)
     assert given["seed"].host_spread == 0.0 and given["seed"].host_match == "given"
     assert any("advisor probe" in line for line in unknown.explanation)
     assert unknown.gain_high / unknown.gain_low > given["seed"].gain_high / given["seed"].gain_low
