@@ -251,6 +251,11 @@ def calibration_records(calibration_dir) -> list:
     return list(seen.values())
 
 
+def _by_method(figures: dict) -> str:
+    """``{"suffix": 0.0988, "ngram": 0.2152}`` as ``suffix 0.099, n-gram 0.215`` (the text output's form)."""
+    return ", ".join(f"{'n-gram' if m == 'ngram' else m} {v:.3f}" for m, v in figures.items())
+
+
 def own_output_replays(calibration_dir, *, live: bool | None = None) -> dict:
     """Own-output K̄ of every committed real-weight run folder (``records.jsonl`` + ``responses-vanilla-*``):
     the vanilla boot's outputs replayed offline (advisor.kbar.runs), keyed by (campaign, config,
@@ -384,14 +389,14 @@ def calibrate_cmd(
             sr = res["host_profiles"]["serving_real_fit"]
             if sr.get("available"):
                 pr = sr["fit"]["profile"]
-                loco = ", ".join(f"{c} held out {v['held_out']['median_abs_log_r']}" for c, v in sr["leave_one_corpus_out"].items())
+                loco = "; ".join(f"{c} held out {_by_method(v['held_out']['median_abs_log_r'])}" for c, v in sr["leave_one_corpus_out"].items())
                 dt = sr.get("dummy_transfer") or {}
                 print(f"\nH200 serving profile, real weights ({', '.join(sr['fitted_on'])}; row h200-vllm0.26.0-serving): "
                       f"plain-step host floor {pr['plain_floor_step_s'] * 1e3:.2f} ms + {pr['plain_floor_per_seq_s'] * 1e6:.0f} us/seq, "
                       f"suffix {pr['suffix_step_s'] * 1e3:.2f} ms + {pr['suffix_per_seq_s'] * 1e6:.0f} us/seq, n-gram "
                       f"{pr['ngram_step_s'] * 1e3:.2f} ms + {pr['ngram_per_seq_s'] * 1e6:.0f} us/seq; median |ln R| by corpus: {loco}"
                       + (f"; a warmed dummy-weight probe ({', '.join(dt['fitted_on'])}) on the real pairs: "
-                         f"{dt['on_real_pairs']['median_abs_log_r']}" if dt else ""))  # fmt: skip
+                         f"{_by_method(dt['on_real_pairs']['median_abs_log_r'])}" if dt else ""))  # fmt: skip
             else:
                 print(f"\nH200 serving profile, real weights: {sr.get('reason')}")
             rp = res["real_probes"]
