@@ -115,8 +115,8 @@ def choose(cands: list[Candidate], *, policy: str, rule: str | None, query: Layo
     searched suffix deployment outranks the prediction (suffix required when it measured a gain,
     forbidden otherwise); else a suffix candidate needs the P(win) the policy's band asks
     (:meth:`Bands.needed`), and while one qualifies under ``default_on``/``default_off`` plain
-    decoding is not launched: the rules' default (or a confident prediction) keeps suffix on. The
-    other methods compete on the objective. Limits (--max-tpot-ms, --max-ttft-ms) rule out what
+    decoding is not launched at that candidate's layout: the rules' default (or a confident prediction)
+    keeps suffix on there; the layouts and the other methods compete on the objective. Limits (--max-tpot-ms, --max-ttft-ms) rule out what
     misses them; when nothing meets them the best that boots is chosen and ``sla_met`` is False.
     Raises :class:`NoFeasibleLayout` when nothing boots."""
     rule = rule or "default"
@@ -133,28 +133,35 @@ def choose(cands: list[Candidate], *, policy: str, rule: str | None, query: Layo
             # suffix is launched where it was measured, not where it is only predicted
             c.why_not = f"probes on this host measured suffix at {measured_by.label()}; this deployment is only predicted"
         c.eligible = c.why_not is None
-    # default_on / default_off: a qualifying suffix candidate keeps plain decoding off (docs/architecture.md)
+    # default_on / default_off decide suffix against plain decoding at each layout (what the seed measured: the
+    # two at one deployment, TP 8): plain decoding is not launched at a layout where a suffix candidate qualifies;
+    # the layouts then compete on the objective, so a layout where suffix does not qualify can launch plain decoding.
     keeper = None
     if effective in ("default_on", "default_off"):
-        keeper = min((c for c in scored if c.method == "suffix" and c.eligible),
-                     key=rank_key(query.objective, query.output_len, query.operating_point), default=None)  # fmt: skip
+        rank = rank_key(query.objective, query.output_len, query.operating_point)
+        keepers = [c for c in scored if c.method == "suffix" and c.eligible]
+        keeper = min(keepers, key=rank, default=None)
         if keeper is not None:
-            # Under the operating-point search a plain candidate at a batch no qualifying suffix candidate
-            # reaches (the limits or suffix's measured load stop it) is another operating point, not the
-            # same deployment without suffix: it competes on tok/s per GPU (advisor.plan.operating_point).
-            reach = max(x.figures.running_per_replica for x in scored if x.method == "suffix" and x.eligible)
             for c in scored:
-                if c.method == "none" and c.eligible:
-                    if query.operating_point and c.figures.running_per_replica > reach:
-                        continue
-                    c.eligible = False
-                    c.why_not = (f"plain decoding is not launched while a suffix candidate qualifies under the rules' "
-                                 f"{effective} policy ({keeper.label()}: P(win)={keeper.p_win:.2f})")  # fmt: skip
+                here = [x for x in keepers if x.layout == c.layout]
+                if c.method != "none" or not c.eligible or not here:
+                    continue
+                # Under the operating-point search a plain candidate at a batch no qualifying suffix candidate
+                # reaches (the limits or suffix's measured load stop it) is another operating point, not the
+                # same deployment without suffix: it competes on tok/s per GPU (advisor.plan.operating_point).
+                if query.operating_point and c.figures.running_per_replica > max(x.figures.running_per_replica for x in here):
+                    continue
+                best = min(here, key=rank)
+                c.eligible = False
+                c.why_not = (f"plain decoding is not launched at this layout while a suffix candidate there qualifies "
+                             f"under the rules' {effective} policy ({best.label()}: P(win)={best.p_win:.2f})")  # fmt: skip
             # The rules' default keeps *suffix* on; it does not make another method that is predicted to lose to
-            # plain decoding at its own layout worth launching in plain decoding's place.
+            # plain decoding at its own layout worth launching in plain decoding's place (where plain is kept off).
+            blocked = [c.layout for c in scored if c.method == "none" and not c.eligible and c.why_not
+                       and c.why_not.startswith("plain decoding is not launched at this layout")]  # fmt: skip
             for c in scored:
                 gain = c.figures.gain.value if c.figures.gain is not None else None
-                if c.method not in ("none", "suffix") and c.eligible and gain is not None and gain < 1.0:
+                if c.method not in ("none", "suffix") and c.eligible and gain is not None and gain < 1.0 and c.layout in blocked:
                     c.eligible = False
                     c.why_not = (f"predicted to lose to plain decoding at its layout (x{gain:.2f}); the rules' {effective} "
                                  "policy keeps suffix decoding on, not this method")  # fmt: skip
