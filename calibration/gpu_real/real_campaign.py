@@ -77,7 +77,8 @@ def main() -> int:
     ap.add_argument("--ignore-eos", action="store_true")
     ap.add_argument("--api", default="auto")
     ap.add_argument("--server-cmd", default="vllm serve")
-    ap.add_argument("--extra-args", default="")
+    ap.add_argument("--extra-args", default="", help="more server flags, one shell-quoted string; write it "
+                    "--extra-args=--no-async-scheduling (with =) when it starts with --, or argparse reads it as an option")
     ap.add_argument("--dummy-weights", action="store_true")
     ap.add_argument("--gmu", type=float, default=0.85)
     ap.add_argument("--max-model-len", type=int, default=4096)
