@@ -88,6 +88,8 @@ def test_modes_on_the_shipped_h200_campaign():
     # issue #22 (b) with K̄ from the model's own outputs (recommend --corpus FILE): median |ln gain error| <= 0.15
     assert own["median_abs_log_gain_error"] <= real_probes.GOAL_MEDIAN_ABS_LOG
     # ... which is about the measurement's own pass-to-pass noise (one pass against the median of its setting)
+    # the CPU real-weight runs (calibration/real_cpu) are named as not scored, with the reason
+    assert out["not_scored"]["cpu_runs"] >= 6 and "CPU host" in out["not_scored"]["why"]
     noise = out["pass_to_pass"]
     assert noise["passes"] >= 40 and 0.05 < noise["median_abs_log_from_setting_median"] < 0.2
     assert own["median_abs_log_gain_error"] < 1.5 * noise["median_abs_log_from_setting_median"]

