@@ -126,7 +126,15 @@ def by_config(records: list[dict]) -> dict[str, list[dict]]:
 
 
 WARMUP_CONCURRENCY = 32
-"""The warm-up load's concurrency in every campaign that saved it (device_run3.sh: ``--warmup-load FILE:32:...``)."""
+"""The warm-up load's concurrency where its lines do not record it (smol-g, device_run3.sh: ``--warmup-load
+FILE:32:...``); real_campaign.py writes ``concurrency`` on every line from session 7's last change on."""
+
+
+def warm_load(tok, rows: list[dict] | None, max_tokens: int, texts: list[str | None] | None = None) -> tuple[int, list] | None:
+    """(concurrency, pairs) of a boot's saved warm-up load, for :func:`replay_boot` (None: none saved)."""
+    if not rows:
+        return None
+    return (int(rows[0].get("concurrency") or WARMUP_CONCURRENCY), pairs(tok, rows, max_tokens, texts))
 
 
 def own_rows(run: Path, tok, *, methods: tuple[str, ...] = ("suffix", "ngram")) -> list[dict]:
@@ -142,9 +150,7 @@ def own_rows(run: Path, tok, *, methods: tuple[str, ...] = ("suffix", "ngram")) 
         max_tokens = recs[0].get("max_tokens") or 256
         loads = [(r["concurrency"], pairs(tok, responses(run, "vanilla", plain[(r["corpus"], r["concurrency"])]), max_tokens))
                  for r in recs]  # fmt: skip
-        w = warmup(run, "vanilla")
-        warm = (WARMUP_CONCURRENCY, pairs(tok, w, max_tokens)) if w else None
-        for r, fig in zip(recs, replay_boot(method, k, loads, warm)):
+        for r, fig in zip(recs, replay_boot(method, k, loads, warm_load(tok, warmup(run, "vanilla"), max_tokens))):
             out.append({"config": cfg, "corpus": Path(r["corpus"]).stem, "concurrency": r["concurrency"],
                         "started_at": r.get("started_at"), "own": fig})  # fmt: skip
     return out

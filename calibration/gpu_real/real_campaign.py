@@ -56,13 +56,13 @@ def parse_load(text: str) -> tuple[str, int, int, int]:
     return path, int(conc), int(start), int(end)
 
 
-def write_responses(path: Path, load, prompts, start: int, label: str, api: str) -> None:
+def write_responses(path: Path, load, prompts, start: int, label: str, api: str, concurrency: int) -> None:
     """One JSON line per answered request of ``load`` (prompt ``start + index`` of the file): prompt, response and
     vLLM's token ids, what ``advisor kbar`` and ``advisor.kbar.runs`` replay."""
     with path.open("w") as fh:
         for r in sorted(load.responses, key=lambda r: r.index):
             p = prompts[r.index]
-            fh.write(json.dumps({"index": start + r.index, "prompt": p.text, "messages": p.messages, "response": r.text,
+            fh.write(json.dumps({"index": start + r.index, "concurrency": concurrency, "prompt": p.text, "messages": p.messages, "response": r.text,
                                  "completion_tokens": r.completion_tokens, "config": label, "api": api,
                                  "finish_reason": r.finish_reason, "prompt_token_ids": r.prompt_token_ids,
                                  "token_ids": r.token_ids}) + "\n")  # fmt: skip
@@ -138,7 +138,7 @@ def main() -> int:
                                          wspec.model_copy(update={"keep_responses": True}),
                                          alive=lambda: srv.process.poll() is None)  # fmt: skip
                         # saved so that an offline replay can feed the same responses to its suffix tree first
-                        write_responses(out / f"warmup-{safe}.jsonl", wload, wprompts, wstart, cfg.label, srv.api)
+                        write_responses(out / f"warmup-{safe}.jsonl", wload, wprompts, wstart, cfg.label, srv.api, wconc)
                         print(f"  warm-up load c{wconc} [{wstart}:{wend}] in {time.monotonic() - t0:.1f}s (discarded)", flush=True)
                     for path, conc, start, end in loads:
                         corpus = corpora[path]
@@ -164,7 +164,7 @@ def main() -> int:
                         records_fh.write(rec.model_dump_json(exclude={"host"}) + "\n")
                         records_fh.flush()
                         name = Path(path).stem
-                        write_responses(out / f"responses-{safe}-{name}-c{conc}.jsonl", load, prompts, start, cfg.label, srv.api)
+                        write_responses(out / f"responses-{safe}-{name}-c{conc}.jsonl", load, prompts, start, cfg.label, srv.api, conc)
                         print(f"  {name} c{conc} [{start}:{end}]: {summary_line(rec, vt)}", flush=True)
             except BootFailure as exc:
                 rec = ProbeRecord(

@@ -32,7 +32,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from advisor.kbar.runs import WARMUP_CONCURRENCY, by_config, method_k, pairs, read_records, replay_boot, responses, warmup  # noqa: E402
+from advisor.kbar.runs import by_config, method_k, pairs, read_records, replay_boot, responses, warm_load, warmup  # noqa: E402
 from advisor.kbar.tokenize import load_tokenizer  # noqa: E402
 
 
@@ -102,11 +102,10 @@ def main() -> int:
             loads["reference"].append((r["concurrency"], pairs(tok, rows, max_tokens, ref_texts)))
         # the boot's discarded warm-up load (saved from device_run3.sh on): fed to the suffix tree first, as vLLM's was
         w_plain, w_same = warmup(run, "vanilla"), warmup(run, cfg)
-        warm = {"own": w_plain and pairs(tok, w_plain, max_tokens), "own_same_run": w_same and pairs(tok, w_same, max_tokens),
-                "reference": w_plain and pairs(tok, w_plain, max_tokens, [refs["sharegpt"].get(_key("sharegpt", x["prompt"]))
-                                                                          for x in w_plain])}  # fmt: skip
-        replayed = {name: replay_boot(method, k, ls, (WARMUP_CONCURRENCY, warm[name]) if warm[name] else None)
-                    for name, ls in loads.items()}  # fmt: skip
+        ref_w = [refs["sharegpt"].get(_key("sharegpt", x["prompt"])) for x in w_plain] if w_plain else None
+        warm = {"own": warm_load(tok, w_plain, max_tokens), "own_same_run": warm_load(tok, w_same, max_tokens),
+                "reference": warm_load(tok, w_plain, max_tokens, ref_w)}  # fmt: skip
+        replayed = {name: replay_boot(method, k, ls, warm[name]) for name, ls in loads.items()}
         for i, r in enumerate(recs):
             row = {"config": cfg, "corpus": Path(r["corpus"]).stem, "concurrency": r["concurrency"],
                    "gpu": r.get("gpu"), "vllm_version": r.get("vllm_version"), "max_tokens": max_tokens,
