@@ -105,3 +105,24 @@ def test_leave_one_source_out_excludes_same_source_priors(monkeypatch):
     # the other sources' figures are used where they apply (SpecBench from the SuffixDecoding paper)
     spec = [t for t in out["table"] if t["source"] == "snowflake-blog-2025" and t["corpus"] == "specbench"]
     assert spec and all("[suffixdecoding-paper-2025]" in t["suffix_k_bar_source"] for t in spec)
+
+
+def test_a_named_corpus_without_a_kbar_prior_gets_the_known_corpora_spread():
+    """Suffix decoding on BlazEdit has no K̄ figure (only n-gram's, vLLM PR #24344): its K̄ is the instruct group's
+    fallback, and the prediction's interval carries the spread of every known corpus's K̄ (seed-implied 1.41 to the
+    SuffixDecoding paper's SWE-Bench 7.82), not the fallback's false precision; a corpus with a prior does not."""
+    from advisor.domain.workload import Workload
+    from advisor.hardware.gpus import get_gpu
+    from advisor.predict.api import predict
+    from advisor.predict.dataset import default_profile_of
+
+    p = default_profile_of()(LLAMA_8B)
+    blaze = predict(p, get_gpu("H200"), 1, Workload(corpus="blazedit", concurrency=1), host_state="OFF")
+    specb = predict(p, get_gpu("H200"), 1, Workload(corpus="specbench", concurrency=1), host_state="OFF")
+    assert "UNSEEN CORPUS" in blaze.k_bar_source and "UNSEEN CORPUS" not in specb.k_bar_source
+    assert math.log(blaze.gain_high / blaze.gain_low) > math.log(specb.gain_high / specb.gain_low) + 0.5
+    sigma = kp.unseen_corpus_sigma(kp.shipped_priors(), "instruct")
+    assert sigma == pytest.approx(math.log(7.821 / 1.4136) / (2 * 1.6449), rel=0.01)  # lmsys (seed) to SWE-Bench (paper)
+    # leave-one-source-out, evaluation (c): without the paper's figures the spread is what is left
+    rest = [r for r in kp.published_kbars() if r.source != "suffixdecoding-paper-2025"]
+    assert len(rest) < len(kp.published_kbars()) and kp.unseen_corpus_sigma(kp.shipped_priors(), "instruct", published=rest) < sigma

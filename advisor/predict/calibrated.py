@@ -166,6 +166,12 @@ class CalibratedModel(BaseModel):
                 k_bar, source, k_from, sigma = own.k_bar, own.source, own.k, own.log_sigma
             else:
                 (k_bar, source), k_from = kp.lookup(self.priors, inputs.corpus, inputs.profile.family), kp.PRIOR_K
+                if inputs.corpus and not kp.has_corpus_prior(self.priors, inputs.corpus, inputs.profile.family):
+                    # a named corpus no prior covers: the fallback K̄ with the known corpora's spread as its band
+                    sigma = kp.unseen_corpus_sigma(self.priors, inputs.profile.family, own=self.own_priors,
+                                                   published=self.published_priors)  # fmt: skip
+                    source += (f"; no K̄ of its own: σ(ln K̄) {sigma:.2f} added, the spread of the known corpora's K̄ "
+                               "(UNSEEN CORPUS: measure it with advisor kbar --corpus FILE)")  # fmt: skip
         if kp.max_draft(k_from) != kp.max_draft(inputs.k):
             scaled = kp.kbar_at_k(k_bar, k_from, inputs.k)
             source += (f"; {k_bar:.2f} at K={k_from} carried to K={inputs.k}: {scaled:.2f} "
