@@ -60,7 +60,7 @@ def rows_gpu(tok) -> list[dict]:
         groups = runs.by_config(runs.read_records(run))
         plain = {(r["corpus"], r["concurrency"]): r for r in groups.get("vanilla", [])}
         for cfg, recs in groups.items():
-            if cfg == "vanilla" or cfg.split(":")[0] not in ("suffix", "ngram"):
+            if cfg == "vanilla" or cfg.split(":")[0] not in runs.REPLAYED:
                 continue
             for r in recs:
                 mt = r.get("max_tokens") or 256

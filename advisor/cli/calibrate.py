@@ -280,7 +280,7 @@ def own_output_replays(calibration_dir, *, live: bool | None = None) -> dict:
             records = runs.read_records(run)
         except (OSError, ValueError):
             continue
-        specs = [r for r in records if r.get("config", "").split(":")[0] in ("suffix", "ngram") and r.get("weights") == "real"]
+        specs = [r for r in records if r.get("config", "").split(":")[0] in runs.REPLAYED and r.get("weights") == "real"]
         if not specs:
             continue
         rel = str(run.relative_to(Path(calibration_dir).parent)) if run.is_relative_to(Path(calibration_dir).parent) else str(run)
@@ -403,7 +403,7 @@ def calibrate_cmd(
             print("\nreal-weight probes: " + (f"{rp['campaigns']} setting(s)" if rp["available"] else rp["reason"]))
             for mode, m in (rp.get("modes") or {}).items():
                 if m["settings"]:
-                    by = ", ".join(f"{k} {v:.3f}" for k, v in m["median_abs_log_gain_error_by_method"].items())
+                    by = _by_method(m["median_abs_log_gain_error_by_method"])
                     print(f"  K̄ from {mode}: chosen option within 2% of the best measured in {m['chosen_within_2pct_share']:.0%}, "
                           f"median |ln gain error| {m['median_abs_log_gain_error']:.3f} ({by})")
             noise = rp.get("pass_to_pass") or {}

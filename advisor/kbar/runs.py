@@ -38,22 +38,29 @@ def read_records(run: Path) -> list[dict]:
     return [r for r in rows if r.get("outcome") == "ok"]
 
 
-def _jsonl(path: Path) -> list[dict]:
-    """The lines of ``path`` or, where only that is committed, of ``path``.gz."""
-    text = path.read_text() if path.is_file() else gzip.decompress(path.with_name(path.name + ".gz").read_bytes()).decode()
+REPLAYED = ("suffix", "ngram")
+"""The methods the offline replay reproduces (advisor.kbar.replay, advisor.kbar.ngram); other configurations of a
+run (``ngram_gpu``: the same lookup as ``ngram``, measured for its step cost) are not replayed."""
+
+
+def _jsonl(path: Path, *, missing_ok: bool = False) -> list[dict] | None:
+    """The lines of ``path`` or, where only that is committed, of ``path``.gz (None when neither is and ``missing_ok``)."""
+    gz = path.with_name(path.name + ".gz")
+    if not path.is_file() and missing_ok and not gz.is_file():
+        return None
+    text = path.read_text() if path.is_file() else gzip.decompress(gz.read_bytes()).decode()
     return [json.loads(x) for x in text.splitlines() if x.strip()]
 
 
 def responses(run: Path, config: str, record: dict) -> list[dict]:
     """The recorded outputs of ``config`` for ``record``'s load (corpus, concurrency)."""
-    return _jsonl(run / f"responses-{safe_label(config)}-{Path(record['corpus']).stem}-c{record['concurrency']}.jsonl")
+    return _jsonl(run / f"responses-{safe_label(config)}-{Path(record['corpus']).stem}-c{record['concurrency']}.jsonl") or []
 
 
 def warmup(run: Path, config: str) -> list[dict] | None:
     """The discarded warm-up load's outputs of ``config``'s boot (``real_campaign.py --warmup-load``, saved from
     session 7's campaign on), or None where the run did not save them."""
-    path = run / f"warmup-{safe_label(config)}.jsonl"
-    return _jsonl(path) if path.is_file() or path.with_name(path.name + ".gz").is_file() else None
+    return _jsonl(run / f"warmup-{safe_label(config)}.jsonl", missing_ok=True)
 
 
 def pairs(tok, rows: list[dict], max_tokens: int, texts: list[str | None] | None = None) -> list:
@@ -137,7 +144,7 @@ def warm_load(tok, rows: list[dict] | None, max_tokens: int, texts: list[str | N
     return (int(rows[0].get("concurrency") or WARMUP_CONCURRENCY), pairs(tok, rows, max_tokens, texts))
 
 
-def own_rows(run: Path, tok, *, methods: tuple[str, ...] = ("suffix", "ngram")) -> list[dict]:
+def own_rows(run: Path, tok, *, methods: tuple[str, ...] = REPLAYED) -> list[dict]:
     """For every speculative record of ``run`` (in the order replay.json lists them), the replay of the
     vanilla boot's outputs for the same prompts: ``{config, corpus, concurrency, started_at, own}``."""
     groups = by_config(read_records(run))

@@ -141,6 +141,7 @@ def choose(cands: list[Candidate], *, policy: str, rule: str | None, query: Layo
         rank = rank_key(query.objective, query.output_len, query.operating_point)
         keepers = [c for c in scored if c.method == "suffix" and c.eligible]
         keeper = min(keepers, key=rank, default=None)
+        blocked = []  # the layouts where plain decoding is kept off
         if keeper is not None:
             for c in scored:
                 here = [x for x in keepers if x.layout == c.layout]
@@ -155,10 +156,9 @@ def choose(cands: list[Candidate], *, policy: str, rule: str | None, query: Layo
                 c.eligible = False
                 c.why_not = (f"plain decoding is not launched at this layout while a suffix candidate there qualifies "
                              f"under the rules' {effective} policy ({best.label()}: P(win)={best.p_win:.2f})")  # fmt: skip
+                blocked.append(c.layout)
             # The rules' default keeps *suffix* on; it does not make another method that is predicted to lose to
             # plain decoding at its own layout worth launching in plain decoding's place (where plain is kept off).
-            blocked = [c.layout for c in scored if c.method == "none" and not c.eligible and c.why_not
-                       and c.why_not.startswith("plain decoding is not launched at this layout")]  # fmt: skip
             for c in scored:
                 gain = c.figures.gain.value if c.figures.gain is not None else None
                 if c.method not in ("none", "suffix") and c.eligible and gain is not None and gain < 1.0 and c.layout in blocked:

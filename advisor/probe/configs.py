@@ -23,6 +23,8 @@ from advisor.kbar.ngram import DEFAULT_NGRAM_K
 from advisor.vllm_facts import DEFAULT_VERSION
 
 DEFAULT_K = {"suffix": 32, "ngram": DEFAULT_NGRAM_K, "ngram_gpu": DEFAULT_NGRAM_K}
+NGRAM_METHODS = ("ngram", "ngram_gpu")
+"""vLLM's prompt-lookup proposers: on the CPU (``ngram``) and on the GPU (``ngram_gpu``); the same lookup keys."""
 _DECISION_KEYS = {
     "gmu": "gpu_memory_utilization",
     "max_model_len": "max_model_len",
@@ -55,7 +57,7 @@ def _parse_one(item: str) -> ProbeConfig:
     head, *pairs = item.strip().split("@")
     method, _, k_text = head.partition(":")
     method = method.strip().lower()
-    if method not in ("vanilla", "suffix", "ngram", "ngram_gpu"):
+    if method != "vanilla" and method not in DEFAULT_K:
         raise UsageError(f"unknown probe configuration {item!r}: expected vanilla, suffix[:K], ngram[:K] or ngram_gpu[:K]")
     if method == "vanilla" and k_text:
         raise UsageError(f"{item!r}: vanilla takes no K")
@@ -67,7 +69,7 @@ def _parse_one(item: str) -> ProbeConfig:
             raise UsageError(f"{item!r}: K must be an integer") from None
         if not 1 <= k <= 64:
             raise UsageError(f"{item!r}: K must be in 1..64")
-    allowed = set(_DECISION_KEYS) | (_SUFFIX_KEYS if method == "suffix" else set()) | (_NGRAM_KEYS if method in ("ngram", "ngram_gpu") else set())
+    allowed = set(_DECISION_KEYS) | (_SUFFIX_KEYS if method == "suffix" else set()) | (_NGRAM_KEYS if method in NGRAM_METHODS else set())
     overrides: dict[str, str] = {}
     for pair in pairs:
         key, eq, value = pair.partition("=")
@@ -119,7 +121,7 @@ def probe_flags(cfg: ProbeConfig, base: Decision, version: str = DEFAULT_VERSION
     from advisor.render.flags import serve_flags
 
     flags = serve_flags(probe_decision(cfg, base), version)
-    if cfg.method in ("ngram", "ngram_gpu"):
+    if cfg.method in NGRAM_METHODS:
         spec: dict = {"method": cfg.method, "num_speculative_tokens": cfg.k}
         for key, value in cfg.overrides:
             if key in _NGRAM_KEYS:

@@ -32,7 +32,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from advisor.kbar.runs import by_config, method_k, pairs, read_records, replay_boot, responses, warm_load, warmup  # noqa: E402
+from advisor.kbar.runs import REPLAYED, by_config, method_k, pairs, read_records, replay_boot, responses, warm_load, warmup  # noqa: E402
 from advisor.kbar.tokenize import load_tokenizer  # noqa: E402
 
 
@@ -87,7 +87,7 @@ def main() -> int:
     vanilla = by_cfg.get("vanilla", [])
     out = []
     for cfg, recs in by_cfg.items():
-        if cfg == "vanilla" or cfg.split(":")[0] not in ("suffix", "ngram"):
+        if cfg == "vanilla" or cfg.split(":")[0] not in REPLAYED:
             continue
         method, k = method_k(cfg)
         max_tokens = recs[0].get("max_tokens") or 256
