@@ -14,7 +14,7 @@ import pytest
 
 from advisor.errors import UsageError
 from advisor.probe.corpus import Prompt
-from advisor.probe.load import LoadSpec, percentile, run_load
+from advisor.probe.load import LoadSpec, mean_in_flight, percentile, run_load
 from advisor.probe.server import BootFailure, running_server, stop_process_group
 
 FAKE = Path(__file__).parent / "vllm_helpers" / "fake_vllm.py"
@@ -194,6 +194,9 @@ def test_load_bounded_by_request_count_and_concurrency(fake_server) -> None:
     assert res.output_tokens == 12 * 8
     assert res.ttft_ms_p50 is not None and res.ttft_ms_p50 <= res.ttft_ms_p99
     assert res.itl_ms_p50 is not None and res.itl_ms_p50 > 0
+    # Little's law over the client's own timings: three workers kept busy, never more than three in flight
+    inflight = mean_in_flight(res)
+    assert inflight is not None and 1.5 < inflight <= 3.0, inflight
     assert not res.corpus_exhausted
 
 

@@ -29,7 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from advisor.errors import ProbeError, UsageError
 from advisor.domain.decision import Decision
 from advisor.probe.configs import ProbeConfig, probe_decision, probe_flags
-from advisor.probe.load import LoadSpec
+from advisor.probe.load import LoadSpec, mean_in_flight
 from advisor.vllm_facts import DEFAULT_VERSION
 from advisor.probe.record import ProbeRecord
 
@@ -261,6 +261,7 @@ def _measured_record(base, ok, failure, load, win, tps, cfg, vanilla_tput) -> Pr
         ttft_ms_p99=load.ttft_ms_p99,
         itl_ms_p50=load.itl_ms_p50,
         itl_ms_p99=load.itl_ms_p99,
+        mean_in_flight=mean_in_flight(load),
         corpus_exhausted=load.corpus_exhausted,
     )
 

@@ -80,6 +80,10 @@ class LoadResult(BaseModel):
     ttft_ms_p99: float | None = None
     itl_ms_p50: float | None = None
     itl_ms_p99: float | None = None
+    busy_s: float = 0.0
+    """Summed lifetimes (send to last byte) of the finished requests. Over ``elapsed_s`` it is the load's
+    mean number of requests in flight (Little's law): below the nominal concurrency by the ramp-down
+    of the last wave, which a short load at a high concurrency cannot hide."""
     errors: list[str] = Field(default_factory=list)
     """The first few failures, for the log."""
     responses: list[Response] = Field(default_factory=list)
@@ -233,6 +237,7 @@ async def _one(client, url: str, api: str, body: dict, tally: _Tally, index: int
                     last = now
     tally.result.requests_ok += 1
     tally.result.output_tokens += int(tokens or 0)
+    tally.result.busy_s += time.perf_counter() - start
     if index is not None:
         tally.result.responses.append(Response(index=index, text="".join(pieces), completion_tokens=tokens,
                                                finish_reason=finish, prompt_token_ids=prompt_ids, token_ids=ids))
@@ -295,6 +300,13 @@ async def _run(base_url, model, api, prompts, spec: LoadSpec, progress, alive) -
     r.ttft_ms_p50, r.ttft_ms_p99 = (_ms(percentile(tally.ttfts, q)) for q in (50, 99))
     r.itl_ms_p50, r.itl_ms_p99 = (_ms(percentile(tally.itls, q)) for q in (50, 99))
     return r
+
+
+def mean_in_flight(result: LoadResult) -> float | None:
+    """Requests in flight on average over the load (Little's law), None when nothing finished."""
+    if result.requests_ok == 0 or result.elapsed_s <= 0:
+        return None
+    return round(result.busy_s / result.elapsed_s, 2)
 
 
 def _ms(seconds: float | None) -> float | None:

@@ -51,6 +51,9 @@ class ProbeRecord(BaseModel):
     ttft_ms_p99: float | None = Field(default=None, ge=0)
     itl_ms_p50: float | None = Field(default=None, ge=0)
     itl_ms_p99: float | None = Field(default=None, ge=0)
+    mean_in_flight: float | None = Field(default=None, ge=0, le=1e6)
+    """Requests in flight on average over the load (``advisor.probe.load.mean_in_flight``, Little's law);
+    below ``concurrency`` by the last wave's ramp-down. None in records older than it."""
     command: list[str] = Field(default_factory=list)
     """The exact argv of the server."""
     vllm_version: str | None = None
