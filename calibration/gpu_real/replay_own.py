@@ -77,6 +77,11 @@ def main() -> int:
     args = ap.parse_args()
     run = args.run_dir
     records = read_records(run)
+    if not any(r.get("config") == "vanilla" for r in records):
+        # a replicate boot of speculative configurations only (device_run4c.sh): no outputs of the model's own
+        # plain run to replay; its records still count in calibrate's pass-to-pass noise
+        print(f"{run}: no vanilla run in records.jsonl, so no own outputs to replay; nothing written")
+        return 0
     tok = load_tokenizer(str(args.model))
     refs = {kind: reference_map(kind) for kind in ("humaneval", "sharegpt")}
     by_cfg = by_config(records)  # in load order (the file is appended as loads finish)
