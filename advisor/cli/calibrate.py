@@ -394,7 +394,8 @@ def calibrate_cmd(
                 print(f"\nH200 serving profile, real weights ({', '.join(sr['fitted_on'])}; row h200-vllm0.26.0-serving): "
                       f"plain-step host floor {pr['plain_floor_step_s'] * 1e3:.2f} ms + {pr['plain_floor_per_seq_s'] * 1e6:.0f} us/seq, "
                       f"suffix {pr['suffix_step_s'] * 1e3:.2f} ms + {pr['suffix_per_seq_s'] * 1e6:.0f} us/seq, n-gram "
-                      f"{pr['ngram_step_s'] * 1e3:.2f} ms + {pr['ngram_per_seq_s'] * 1e6:.0f} us/seq; median |ln R| by corpus: {loco}"
+                      f"{pr['ngram_step_s'] * 1e3:.2f} ms + {pr['ngram_per_seq_s'] * 1e6:.0f} us/seq; run to run sigma(ln R) "
+                      f"suffix {pr['suffix_run_sigma']:.2f}, n-gram {pr['ngram_run_sigma']:.2f}; median |ln R| by corpus: {loco}"
                       + (f"; a warmed dummy-weight probe ({', '.join(dt['fitted_on'])}) on the real pairs: "
                          f"{_by_method(dt['on_real_pairs']['median_abs_log_r'])}" if dt else ""))  # fmt: skip
             else:

@@ -10,6 +10,9 @@ HostState = Literal["OFF", "ON"]
 """Host DSA work-queue state a prediction is for."""
 
 
+INTERVAL_Z = 1.6449
+"""z of the 90 % central interval of a predicted log gain (gain_low, gain_high; the n-gram band's run-to-run part)."""
+
 class Band(BaseModel):
     """A figure with its interval."""
 

@@ -27,7 +27,7 @@ import math
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from advisor.domain.prediction import Band
+from advisor.domain.prediction import INTERVAL_Z, Band
 from advisor.hardware.gpus import GpuSpec
 from advisor.model.schema import ModelProfile
 from advisor.predict import stepcost as sc
@@ -224,11 +224,19 @@ def ngram_gain(p: ModelProfile, gpu: GpuSpec, lay: ReplicaLayout, seqs: int, con
                                 method="ngram", build=b)  # fmt: skip
         rs.append(verify / plain)
     r = math.exp(sum(math.log(x) for x in rs) / len(rs))
-    band = Band(value=mid / r, low=lo / max(rs), high=hi / min(rs))
     prof = [hp.get(b) for b in builds]
+    # a host class whose repeated probes measured R's run-to-run spread widens the band by it (in log, with the
+    # K̄ band: independent); INTERVAL_Z as the suffix interval's 90 %
+    run = max(x.run_sigma("ngram") for x in prof)
+    down, up = math.log(mid / r / (lo / max(rs))), math.log(hi / min(rs) / (mid / r))
+    if run:
+        down, up = math.hypot(down, INTERVAL_Z * run), math.hypot(up, INTERVAL_Z * run)
+    band = Band(value=mid / r, low=mid / r * math.exp(-down), high=mid / r * math.exp(up))
     notes = [head, sizing,
              "n-gram step cost: host profile " + ", ".join(f"{x.id} ({x.ngram_step_s * 1e3:.2f} ms + {x.ngram_per_seq_s * 1e6:.0f} us/seq)"
                                                      for x in prof)]  # fmt: skip
+    if run:
+        notes.append(f"n-gram R run to run: sigma(ln R) {run:.2f} MEASURED on this host class (repeated probes), in the band")
     return band, r, notes
 
 

@@ -11,15 +11,13 @@ import json
 import math
 
 from advisor.domain.corpora import KNOWN_CORPORA
-from advisor.domain.prediction import HostState, Prediction
+from advisor.domain.prediction import INTERVAL_Z, HostState, Prediction
 from advisor.domain.workload import Workload
 from advisor.hardware.gpus import GpuSpec
 from advisor.model.schema import ModelProfile
 
 WIN_THRESHOLD = 0.5
 """Suffix is chosen when P(win) exceeds this (the evaluation's rule: it maximises expected log throughput)."""
-INTERVAL_Z = 1.6449
-"""90 % central interval of log gain."""
 _CACHE: dict[str, object] = {}
 
 
@@ -178,7 +176,9 @@ def predict(
     host_spread = 0.0 if match.kind in ("exact", "given") else max((max(m) - min(m)) / 2 for m in per_state)
     rows = by_profile[used[0]]
     spread = (max(r.mu for r in rows) - min(r.mu for r in rows)) / 2
-    sigma = math.hypot(rows[0].sigma, spread, host_spread)
+    # a host class whose repeated probes measured R's run-to-run spread carries it (HostProfile.suffix_run_sigma)
+    run_sigma = max(hp.get(pid).run_sigma("suffix") for pid in used)
+    sigma = math.hypot(rows[0].sigma, spread, host_spread, run_sigma)
     row = rows[0]
     k_bar = max(row.k_bar, 1.0)
     r_eff = math.exp(sum(math.log(by_profile[pid][0].r.r) for pid in used) / len(used))
@@ -196,6 +196,8 @@ def predict(
                          f"{p.suffix_per_seq_s * 1e6:.0f} us/seq: {p.provenance.split(';')[0]})" for p in profiles_used)  # fmt: skip
     if len(used) > 1:
         r_source = "geometric mean over " + r_source
+    if run_sigma:
+        r_source += f"; run to run sigma(ln R) {run_sigma:.2f} MEASURED on this host class, in the interval"
     ff_source = ("fitted terms of the calibrated model (" + ", ".join(sorted(row.terms)) + f"), fitted on {', '.join(model.fitted_hosts)}"
                  if applied else
                  f"none: the fitted terms apply only on the host class they were fitted on ({', '.join(model.fitted_hosts)})")  # fmt: skip

@@ -92,6 +92,15 @@ class _Pair:
         self.k = int(suf.config.split(":", 1)[1].split("@", 1)[0] or 32)
         self.kbar = suf.tokens_per_step or suf.mean_acceptance_length or 1.0
         self.r_meas = self.kbar * van.throughput_tok_s / suf.throughput_tok_s
+        # R is a ratio of step times at one batch. A short load's last wave ramps down, so its steps ran at the
+        # requests in flight (Little's law, ProbeRecord.mean_in_flight), not the nominal concurrency: where both
+        # runs measured it, the speculative step is priced at its own batch and R is the step-time ratio
+        # (K̄ x in-flight / throughput of each run); older records keep the nominal concurrency.
+        self.seqs = suf.concurrency
+        ms, mv = getattr(suf, "mean_in_flight", None), getattr(van, "mean_in_flight", None)
+        if ms and mv:
+            self.seqs = max(1, round(ms))
+            self.r_meas *= ms / mv
         acc = (suf.mean_acceptance_length - 1) * suf.spec_drafts / suf.spec_draft_tokens \
             if suf.spec_drafts and suf.spec_draft_tokens and suf.mean_acceptance_length else None  # fmt: skip
         self.draft = min(self.k, kp.max_draft(self.k), (self.kbar - 1) / acc) if acc else kp.draft_tokens(self.kbar, self.k)
@@ -166,17 +175,19 @@ def _ctx(r, profile) -> float:
 def fit_plain_floor(vans, profile_of: ProfileFn) -> dict:
     """The host floor of a plain step (per-step + per-sequence x sequences, seconds) from vanilla runs whose
     GPU work (modelled bytes and FLOPs) is far below the measured step (FLOOR_HOST_BOUND): least squares of the measured step
-    (concurrency / throughput) on concurrency, slope >= 0. Runs that are GPU-bound say nothing about it."""
+    (sequences in flight / throughput) on the sequences in flight (the nominal concurrency in records without
+    ``mean_in_flight``), slope >= 0. Runs that are GPU-bound say nothing about it."""
     from advisor.predict.stepcost import StepShape, step_cost
 
     obs, skipped = [], 0
     for v in vans:
         m = profile_for_record(v.model, profile_of)
-        c = step_cost(m, get_gpu(v.gpu), v.tensor_parallel_size, StepShape(seqs=v.concurrency, tokens_per_seq=1, context=_ctx(v, m)))
+        seqs = getattr(v, "mean_in_flight", None) or v.concurrency  # the batch the steps ran at (see _Pair)
+        c = step_cost(m, get_gpu(v.gpu), v.tensor_parallel_size, StepShape(seqs=max(1, round(seqs)), tokens_per_seq=1, context=_ctx(v, m)))
         g = max(c.t_memory, c.t_compute)  # the bytes and FLOPs of the step, without its kernels' fixed latency
-        meas = v.concurrency / v.throughput_tok_s
+        meas = seqs / v.throughput_tok_s
         if g < FLOOR_HOST_BOUND * meas:
-            obs.append((float(v.concurrency), meas))
+            obs.append((float(seqs), meas))
         else:
             skipped += 1
     if not obs:
@@ -210,7 +221,7 @@ def _r_pred(pair: _Pair, profile, name: str) -> float:
     from advisor.hardware.gpus import get_gpu
 
     ctx = kp.shape_for(None if pair.suf.corpus.endswith((".jsonl", ".json", ".txt")) else pair.suf.corpus).context(profile.family)
-    return r_ratio(profile, get_gpu(pair.suf.gpu), pair.suf.tensor_parallel_size, concurrency=pair.suf.concurrency,
+    return r_ratio(profile, get_gpu(pair.suf.gpu), pair.suf.tensor_parallel_size, concurrency=pair.seqs,
                    draft_tokens=pair.draft, context=ctx, draft_share=pair.share, k=pair.k, build=name,
                    method=pair.method).r  # fmt: skip
 
@@ -239,9 +250,9 @@ def _fit_method(pairs: list[_Pair], profile_of: ProfileFn, base: str, method: st
     for p in pairs:
         m = profile_for_record(p.suf.model, profile_of)
         ctx = kp.shape_for(None if p.suf.corpus.endswith((".jsonl", ".json", ".txt")) else p.suf.corpus).context(m.family)
-        rb = r_ratio(m, get_gpu(p.suf.gpu), p.suf.tensor_parallel_size, concurrency=p.suf.concurrency, draft_tokens=p.draft,
+        rb = r_ratio(m, get_gpu(p.suf.gpu), p.suf.tensor_parallel_size, concurrency=p.seqs, draft_tokens=p.draft,
                      context=ctx, draft_share=p.share, k=p.k, build=zero, method=p.method)  # fmt: skip
-        base_r.append((rb.r, rb.plain.total, p.suf.concurrency, p.r_meas))
+        base_r.append((rb.r, rb.plain.total, p.seqs, p.r_meas))
     best = (math.inf, 0.0, 0.0)
     for a in FIT_STEP_S:
         for b in per_seq:
@@ -299,13 +310,19 @@ def profile_from_probes(pairs: list[_Pair], profile_of: ProfileFn, base: str = "
         aa, ab = round(min(aa, sa, na), 6), round(min(ab, max(sb, nb)), 7)
         notes.append(f"async scheduling off: MEASURED ({len(async_pairs)} vanilla pair(s) with and without "
                      f"{NO_ASYNC_FLAG}, host_infer.fit_async_off), a labelled share of each method's cost")  # fmt: skip
+    noise = run_to_run_sigma(pairs)
+    for m, v in noise.items():
+        notes.append(f"{m} run to run: sigma(ln R) {v['sigma']:.2f} MEASURED over {v['settings']} setting(s) probed in "
+                     f"more than one boot ({v['dof']} degrees of freedom, host_infer.run_to_run_sigma), in the interval")  # fmt: skip
     s = pairs[0].suf
     host = s.host or {}
     prof = hp.HostProfile(
         id=f"probe-{s.host_fingerprint[:12]}", gpu=s.gpu, cpu_model=((host.get("cpu") or {}).get("model") or "unknown"),
         vllm_version=s.vllm_version or "unknown", suffix_step_s=round(sa, 6), suffix_per_seq_s=round(sb, 6),
         ngram_step_s=round(na, 6), ngram_per_seq_s=round(nb, 6), async_off_step_s=aa, async_off_per_seq_s=ab,
-        plain_floor_step_s=floor["step_s"], plain_floor_per_seq_s=floor["per_seq_s"], provenance="; ".join(notes), source="probe store: campaigns " + ", ".join(sorted({p.suf.campaign_id for p in pairs})),
+        plain_floor_step_s=floor["step_s"], plain_floor_per_seq_s=floor["per_seq_s"],
+        suffix_run_sigma=noise.get("suffix", {}).get("sigma", 0.0), ngram_run_sigma=noise.get("ngram", {}).get("sigma", 0.0),
+        provenance="; ".join(notes), source="probe store: campaigns " + ", ".join(sorted({p.suf.campaign_id for p in pairs})),
     )  # fmt: skip
     fit_name = {"suffix": _method_candidate(base, "suffix", sa, sb), "ngram": _method_candidate(base, "ngram", na, nb)}
     table = [{"campaign": p.suf.campaign_id, "model": p.suf.model, "method": p.method, "concurrency": p.suf.concurrency,
@@ -316,6 +333,26 @@ def profile_from_probes(pairs: list[_Pair], profile_of: ProfileFn, base: str = "
              for p in pairs]  # fmt: skip
     edge = any(a == FIT_STEP_S[-1] or (len(c) > 1 and b == FIT_PER_SEQ_S[-1]) for a, b, c in fits.values() if c)
     return {"profile": prof.model_dump(), "pairs": table, "at_grid_edge": edge}
+
+
+def run_to_run_sigma(pairs: list[_Pair]) -> dict[str, dict]:
+    """{method: {"sigma", "dof", "settings"}}: the pooled standard deviation of ln R (each pass against its own
+    vanilla) over the settings (campaign: model, corpus, load, host; and configuration) measured in more than one
+    boot. Only methods with at least one repeated setting appear."""
+    groups: dict[tuple, list[float]] = {}
+    for p in pairs:
+        groups.setdefault((p.suf.campaign_id, p.suf.config), []).append(math.log(p.r_meas))
+    out: dict[str, dict] = {}
+    for (_, config), xs in groups.items():
+        if len(xs) < 2:
+            continue
+        m = statistics.fmean(xs)
+        acc = out.setdefault(config.split(":", 1)[0], {"ss": 0.0, "dof": 0, "settings": 0})
+        acc["ss"] += sum((x - m) ** 2 for x in xs)
+        acc["dof"] += len(xs) - 1
+        acc["settings"] += 1
+    return {k: {"sigma": round(math.sqrt(v["ss"] / v["dof"]), 3), "dof": v["dof"], "settings": v["settings"]}
+            for k, v in out.items()}  # fmt: skip
 
 
 def probe_check(pairs: list[_Pair], profile_of: ProfileFn, build: str) -> list[dict]:
@@ -392,7 +429,8 @@ def serving_fit(calibration_dir, profile_of: ProfileFn, read) -> dict:
             "held_out": held_out}
 
 
-SERVING_REAL_FIT = ("smol-r1", "smol-r2", "smol-k", "smol-g")
+SERVING_REAL_FIT = ("smol-r1", "smol-r2", "smol-k", "smol-g", "smol-h", "smol-h2", "smol-h3", "smol-h4", "smol-h5",
+                    "smol-h6", "smol-h7")
 """The real-weight `vllm serve` folders of the H200 campaign the ``h200-vllm0.26.0-serving`` row is fitted on
 (SmolLM2-135M-Instruct: vanilla, suffix:4, suffix:32, ngram:4; humaneval and ShareGPT; concurrency 1, 8, 32, and
 64 for ShareGPT in smol-g; four passes, the last two warmed by a discarded load; smol-g's ngram_gpu:4 runs are

@@ -18,7 +18,7 @@ import csv
 from functools import lru_cache
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from advisor.errors import DataError
 
@@ -60,6 +60,12 @@ class HostProfile(BaseModel):
     max(GPU step, floor); a CPU-proposer step runs with async scheduling off and pays its host work on top
     of the GPU's (the per-step / per-sequence costs above). MEASURED from the vanilla runs of a model whose
     GPU step is far below it (host_infer.fit_plain_floor); 0: not measured (the GPU step alone)."""
+    suffix_run_sigma: float = Field(default=0.0, ge=0.0, le=2.0)
+    ngram_run_sigma: float = Field(default=0.0, ge=0.0, le=2.0)
+    """Run-to-run spread of the method's R on this host class: the pooled standard deviation of ln R over settings
+    (model, corpus, concurrency, configuration) probed in more than one fresh boot (host_infer.run_to_run_sigma).
+    A prediction on this host carries it in its interval: one serving run lands that far from another at the
+    same setting. 0: not measured (a profile without repeated probes; the seed rows' residual carries their noise)."""
     role: Literal["host", "exact", "reference"] = "host"
     """``host``: matched to a user's host by fingerprint, else by GPU; ``exact``: matched only when GPU, CPU
     model and vLLM line all match (a measurement of that host class behind ``vllm serve``, too specific to
@@ -68,6 +74,10 @@ class HostProfile(BaseModel):
     def costs(self, method: Method = "suffix") -> tuple[float, float]:
         """(per-step, per-sequence) seconds a ``method`` verification step adds over a plain step."""
         return (self.suffix_step_s, self.suffix_per_seq_s) if method == "suffix" else (self.ngram_step_s, self.ngram_per_seq_s)
+
+    def run_sigma(self, method: Method = "suffix") -> float:
+        """Run-to-run sigma of ln R of ``method`` on this host class (0: not measured)."""
+        return self.suffix_run_sigma if method == "suffix" else self.ngram_run_sigma
 
     def plain_floor(self, seqs: int) -> float:
         """Seconds below which a plain (async-scheduled) step of ``seqs`` sequences cannot go on this host."""
@@ -91,7 +101,7 @@ USER_FILE = "host_profiles.csv"
 """The file ``advisor calibrate`` writes in the data dir: profiles measured by probes on the user's hosts."""
 FIELDS = ("id", "aliases", "gpu", "cpu_model", "vllm_version", "suffix_step_s", "suffix_per_seq_s", "ngram_step_s",
           "ngram_per_seq_s", "provenance", "source", "async_off_step_s", "async_off_per_seq_s", "role",
-          "plain_floor_step_s", "plain_floor_per_seq_s")  # fmt: skip
+          "plain_floor_step_s", "plain_floor_per_seq_s", "suffix_run_sigma", "ngram_run_sigma")  # fmt: skip
 
 
 def register(profile: HostProfile) -> None:

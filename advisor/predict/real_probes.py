@@ -114,7 +114,10 @@ def evaluate(records: list, calibration_dir: Path, profile_of, own_kbar: dict | 
         gpu = get_gpu(van.gpu)
         cpu = ((van.host or {}).get("cpu") or {}).get("model")
         corpus = Path(van.corpus).stem if van.corpus.endswith(".jsonl") else van.corpus
-        work = Workload(corpus=corpus, concurrency=van.concurrency)
+        # the load that ran: a short load's last wave ramps down, so it is priced at the requests its vanilla run
+        # had in flight (ProbeRecord.mean_in_flight, Little's law) where recorded, else the nominal concurrency
+        in_flight = max(1, round(van.mean_in_flight)) if van.mean_in_flight else van.concurrency
+        work = Workload(corpus=corpus, concurrency=in_flight)
         loho = [kp.OwnKbarPrior(**x) for x in kp.derive_own(evidence, exclude_host=van.gpu)]
         held = (held_out_hosts or {}).get(corpus)
         if held is not None:
@@ -168,7 +171,7 @@ def evaluate(records: list, calibration_dir: Path, profile_of, own_kbar: dict | 
                     ng = (None if mode == "seed_priors" else
                           kp.ngram_kbar_for(w, p.family, loho if mode == "priors" else None,
                                             own_prior_ok=kp.is_own_source(sp.k_bar_source)))  # fmt: skip
-                    pred = ngram_gain(p, gpu, ReplicaLayout(tp=s.tensor_parallel_size), s.concurrency, ctx, k, sp.k_bar,
+                    pred = ngram_gain(p, gpu, ReplicaLayout(tp=s.tensor_parallel_size), in_flight, ctx, k, sp.k_bar,
                                       ngram=ng, build=held or _matched(gpu.name, cpu, s.vllm_version))[0].value  # fmt: skip
                     kb = ng.k_bar if ng is not None else None
                     ksrc = ng.source if ng is not None else f"a share of suffix's K̄ {sp.k_bar:.2f} (ASSUMED)"
@@ -184,7 +187,7 @@ def evaluate(records: list, calibration_dir: Path, profile_of, own_kbar: dict | 
             body.update({"chosen": chosen, "chosen_frac": round(options[chosen]["measured"] / best, 4),
                          "within_2pct": options[chosen]["measured"] >= (1 - GOAL_WITHIN) * best})  # fmt: skip
         main = per_mode["priors"]
-        rows.append({"campaign": cid, "host_profile": held or _matched(gpu.name, cpu, van.vllm_version), "model": van.model, "corpus": corpus, "concurrency": van.concurrency, "gpu": van.gpu,
+        rows.append({"campaign": cid, "host_profile": held or _matched(gpu.name, cpu, van.vllm_version), "model": van.model, "corpus": corpus, "concurrency": van.concurrency, "in_flight": in_flight, "gpu": van.gpu,
                      "options": {o: {"predicted": main["options"][o]["predicted"], "measured": v["measured"]} for o, v in options.items()},
                      "k_bar": kbar_rows, "chosen": main["chosen"], "chosen_frac": main["chosen_frac"],
                      "within_2pct": main["within_2pct"], "modes": per_mode})  # fmt: skip
