@@ -91,6 +91,27 @@ def test_campaign_records_resume_and_retry(env: Path, capsys: pytest.CaptureFixt
         assert len(store.list_records(model=str(env / "good"), outcome="ok")) == 4
 
 
+def test_repeat_boots_each_configuration_again_pass_by_pass(env: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--repeat N: N fresh boots of every configuration, vanilla first in each pass, each speculative run against
+    its own pass's vanilla; the same campaign (rerunning resumes; a larger N adds passes)."""
+    args = probe_args(env, "suffix:4,vanilla")
+    rc, out, err = run_json(capsys, [*args, "--repeat", "2"])
+    assert rc == 0, err
+    assert out["probed"] == ["vanilla", "suffix:4", "vanilla", "suffix:4"]
+    assert "[3/4] pass 2/2 vanilla: starting vLLM" in err
+    recs = out["records"]
+    for van, suf in ((recs[0], recs[1]), (recs[2], recs[3])):
+        assert suf["implied_r"] == pytest.approx(suf["tokens_per_step"] / (suf["throughput_tok_s"] / van["throughput_tok_s"]))
+    rc, again, err = run_json(capsys, [*args, "--repeat", "2"])
+    assert rc == 0 and again["probed"] == [] and again["campaign_id"] == out["campaign_id"]
+    assert "nothing left to probe" in err
+    rc, more, err = run_json(capsys, [*args, "--repeat", "3"])
+    assert rc == 0 and more["probed"] == ["vanilla", "suffix:4"] and more["campaign_id"] == out["campaign_id"]
+    assert "resuming campaign" in err and "2 boot(s) left" in err
+    assert main([*args, "--repeat", "0"]) == 2
+    assert "--repeat" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize(("kind", "outcome", "failure"), [("dies", "crashed", "fatal_error: Fatal Python error: Segmentation fault"),
                                                          ("nometrics", "error", "probe_error: cannot read")])
 def test_server_trouble_after_boot_is_recorded(env: Path, capsys: pytest.CaptureFixture[str], kind: str,

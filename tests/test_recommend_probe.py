@@ -25,15 +25,15 @@ UNSURE_CORPUS = "humaneval"
 
 
 def plan_for(p_win: float, *, policy: str = "default_on", measured=None, workload=None, model="acme/m", fitted_factor=1.0,
-             fitted_within=None):  # fmt: skip
+             fitted_within=None, gain=1.0, run_sigma=0.0):  # fmt: skip
     pred = RecommendedPrediction(
-        gain=1.0, gain_low=0.9, gain_high=1.1, p_win=p_win, k_bar=2.0, k_bar_source="test", r=2.0, host_state=None,
+        gain=gain, gain_low=0.9, gain_high=1.1, p_win=p_win, k_bar=2.0, k_bar_source="test", r=2.0, host_state=None,
         draft_tokens=1.0, context_tokens=1000.0, spec_graph_mode="piecewise", mla_prefill_ms=0.0, calibration_shift=1.0,
         model_seen=False, explanation=[], measured=measured, host_profile="h200-vllm0.26.0", host_match="given",
         decomposition=Decomposition(k_bar=2.0, r=2.0, fitted_factor=fitted_factor, sources={}),
     )  # fmt: skip
     return probe_plan(model, Decision(tensor_parallel_size=4, gpu_memory_utilization=0.85), workload or Workload(corpus="sharegpt"),
-                      pred, policy=policy, k=16, low=0.3, high=0.7, fitted_within=fitted_within)  # fmt: skip
+                      pred, policy=policy, k=16, low=0.3, high=0.7, fitted_within=fitted_within, run_sigma=run_sigma)  # fmt: skip
 
 
 def test_plan_only_inside_the_unsure_band_and_where_rules_leave_room():
@@ -41,6 +41,19 @@ def test_plan_only_inside_the_unsure_band_and_where_rules_leave_room():
     assert plan_for(0.29) is None and plan_for(0.71) is None
     assert plan_for(0.5, policy="forbidden") is None and plan_for(0.5, policy="required") is None
     assert plan_for(0.5, measured={"gain": 1.2, "runs": 1, "campaigns": ["c1"]}) is None
+
+
+def test_plan_repeats_the_boots_where_the_host_noise_exceeds_the_margin():
+    """A host class whose R varies more from boot to boot (its measured run sigma) than the predicted margin
+    |ln gain| gets --repeat 3 in its plan and says why; a margin beyond the noise, or no measured noise, one boot."""
+    from advisor.plan.probe_plan import REPEAT_PASSES
+
+    noisy = plan_for(0.45, gain=0.9, run_sigma=0.27)
+    assert noisy.passes == REPEAT_PASSES == 3 and noisy.argv[-2:] == ["--repeat", "3"]
+    assert "sigma(ln R) 0.27" in noisy.reason and "|ln 0.90| = 0.11" in noisy.reason
+    assert shlex.split(noisy.command) == noisy.argv
+    for quiet in (plan_for(0.45, gain=0.9), plan_for(0.45, gain=0.7, run_sigma=0.27)):
+        assert quiet.passes == 1 and "--repeat" not in quiet.argv
 
 
 def test_a_prediction_carried_by_fitted_terms_is_unsure():

@@ -57,17 +57,34 @@ def test_open_store_uses_data_dir(tmp_path: Path) -> None:
         assert len(store.list_records()) == 1
 
 
-def test_done_configs_for_resume(tmp_path: Path) -> None:
+def test_what_a_resumed_campaign_probes(tmp_path: Path) -> None:
+    """campaign._todo over the store's records: a configuration is done by an ok record per pass; one whose latest
+    record failed is not booted again unless --retry-failed; --repeat N adds passes, vanilla first in each."""
+    from advisor.probe.campaign import CampaignSpec, _todo
+    from advisor.probe.configs import parse_configs
+    from advisor.probe.load import LoadSpec
+
+    def todo(store, passes=1, retry=False):
+        spec = CampaignSpec(model="m", corpus="humaneval", configs=parse_configs("suffix:32,vanilla,ngram:4"),
+                            load=LoadSpec(), passes=passes, retry_failed=retry)  # fmt: skip
+        steps, finished = _todo(spec, store.list_records(campaign_id="c-1"))
+        return [(n, c.label) for n, c in steps], set(finished)
+
     with ProbeStore(tmp_path / "s.sqlite") as store:
+        assert todo(store) == ([(1, "vanilla"), (1, "suffix:32"), (1, "ngram:4")], set())
         store.insert(rec("vanilla"))
         store.insert(rec("suffix:32", outcome="boot_failed"))
         store.insert(rec("ngram:4", campaign="c-other"))
-        assert set(store.done_configs("c-1")) == {"vanilla", "suffix:32"}
-        assert set(store.done_configs("c-1", retry_failed=True)) == {"vanilla"}
-        store.insert(rec("suffix:32", outcome="ok"))
-        done = store.done_configs("c-1", retry_failed=True)
-        assert done["suffix:32"].outcome == "ok"
-        assert store.done_configs("c-none") == {}
+        assert todo(store) == ([(1, "ngram:4")], {"vanilla", "suffix:32"})
+        assert todo(store, retry=True) == ([(1, "suffix:32"), (1, "ngram:4")], {"vanilla"})
+        # three passes: the failed configuration is still not repeated; the others get passes 2 and 3
+        assert todo(store, passes=3) == ([(1, "ngram:4"), (2, "vanilla"), (2, "ngram:4"), (3, "vanilla"), (3, "ngram:4")],
+                                         {"suffix:32"})  # fmt: skip
+        store.insert(rec("suffix:32"))
+        assert todo(store, passes=2) == ([(1, "ngram:4"), (2, "vanilla"), (2, "suffix:32"), (2, "ngram:4")], set())
+        store.insert(rec("vanilla"))
+        store.insert(rec("suffix:32"))
+        assert todo(store, passes=2) == ([(1, "ngram:4"), (2, "ngram:4")], {"vanilla", "suffix:32"})
 
 
 class _Exploding:

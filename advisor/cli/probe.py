@@ -56,6 +56,7 @@ def probe_cmd(
     boot_timeout: float = typer.Option(900.0, "--boot-timeout", min=1, help="Seconds a server may take to serve its first request."),
     campaign: str = typer.Option(None, "--campaign", help="Campaign id to record under (default: derived from the settings, so reruns resume)."),
     retry_failed: bool = typer.Option(False, "--retry-failed", help="Probe again configurations whose earlier record failed."),
+    repeat: int = typer.Option(1, "--repeat", min=1, max=10, help="Boot every configuration this many times (passes, vanilla first in each), so `advisor calibrate` measures how much R varies from one boot to the next on this host (on the H200 of calibration/gpu_real/ it was sigma(ln R) 0.27 for suffix, more than most gains). Rerunning with a larger count adds passes."),
     dummy_weights: bool = typer.Option(False, "--dummy-weights", help="Serve random weights (vLLM's --load-format dummy), e.g. on a GPU host without the checkpoint: the records measure step cost, memory and boot time, and say so (weights: dummy); the predictor never learns K̄ from them. The model directory needs only config.json and a tokenizer whose vocabulary fits the config's vocab_size."),
     save_responses: str = typer.Option(None, "--save-responses", help="Keep the model's own outputs (text and vLLM's token ids) of every configuration probed in this JSON Lines file; `advisor kbar --corpus FILE` and `recommend --corpus FILE` replay them.", show_default=False),
     json_out: bool = JsonOpt,
@@ -106,7 +107,7 @@ def probe_cmd(
         spec = CampaignSpec(
             model=model, corpus=corpus, configs=parse_configs(configs), load=load, base=base, server_cmd=server_cmd,
             extra_args=extra, api=api, campaign=campaign, boot_timeout_s=boot_timeout, retry_failed=retry_failed,
-            save_responses=save_responses,
+            passes=repeat, save_responses=save_responses,
         )  # fmt: skip
     except ValidationError as exc:
         first = exc.errors()[0]

@@ -273,7 +273,7 @@ def _run_plan(plan: ProbePlan, duration: float, requests: int | None, server_cmd
                     max_model_len=plan.max_model_len)  # fmt: skip
     load = LoadSpec(concurrency=plan.concurrency, duration_s=duration, max_requests=requests)
     spec = CampaignSpec(model=plan.model, corpus=plan.corpus, configs=parse_configs(plan.configs), load=load,
-                        base=base, server_cmd=server_cmd)  # fmt: skip
+                        base=base, server_cmd=server_cmd, passes=plan.passes)  # fmt: skip
     if not quiet:
         print(f"unsure ({plan.reason}): probing {plan.configs} on {plan.corpus}", file=sys.stderr)
     result, store = run_spec(spec, quiet=quiet)

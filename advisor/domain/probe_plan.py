@@ -22,6 +22,9 @@ class ProbePlan(BaseModel):
     gpu_memory_utilization: float
     max_model_len: int
     concurrency: int
+    passes: int = 1
+    """Fresh boots of each configuration (``--repeat``): 3 where this host class's measured run-to-run spread of
+    R is larger than the predicted margin |ln gain|, so that one boot's noise does not decide it; else 1."""
     argv: list[str]
     """``advisor probe …`` as an argument vector."""
     command: str

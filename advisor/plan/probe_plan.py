@@ -21,6 +21,10 @@ from advisor.domain.probe_plan import ProbePlan
 from advisor.domain.workload import Workload
 
 
+REPEAT_PASSES = 3
+"""Boots of each configuration a plan asks for where one boot's noise exceeds the margin (the median of three)."""
+
+
 def probe_plan(
     model_id: str,
     decision: Decision,
@@ -32,9 +36,12 @@ def probe_plan(
     low: float,
     high: float,
     fitted_within: float | None = None,
+    run_sigma: float = 0.0,
 ) -> ProbePlan | None:
     """The plan, or None when the recommendation is settled: the rules decide, this host already
-    measured it, or P(win) is outside [low, high] and |ln fitted_factor| <= ``fitted_within``."""
+    measured it, or P(win) is outside [low, high] and |ln fitted_factor| <= ``fitted_within``.
+    ``run_sigma``: the host class's measured run-to-run sigma of ln R (HostProfile.suffix_run_sigma); above the
+    predicted margin |ln gain| the plan boots each configuration REPEAT_PASSES times."""
     import math
 
     if prediction is None or policy in ("required", "forbidden") or prediction.measured:
@@ -63,16 +70,23 @@ def probe_plan(
     ]  # fmt: skip
     if decision.max_num_seqs:
         argv += ["--max-num-seqs", str(decision.max_num_seqs)]
+    margin = abs(math.log(prediction.gain)) if prediction.gain > 0 else 0.0
+    passes = REPEAT_PASSES if run_sigma > margin else 1
+    if passes > 1:
+        argv += ["--repeat", str(passes)]
     head = f"suffix K={k} against plain decoding at TP {decision.tensor_parallel_size}, {workload.concurrency} running per replica: "
     if low <= p_win <= high:
         why = f"P(win)={p_win:.2f} is inside [{low:.2f}, {high:.2f}], where the prediction does not decide on its own"
     else:
         why = (f"the fitted terms multiply the mechanism's K̄ / R by x{ff:.2f} (|ln| {abs(math.log(ff)):.2f} > "
                f"{fitted_within:.2f}): the prediction rests on a fit, not on mechanism")  # fmt: skip
+    if passes > 1:
+        why += (f"; R varies sigma(ln R) {run_sigma:.2f} from one boot to the next on this host class, more than the "
+                f"predicted margin |ln {prediction.gain:.2f}| = {margin:.2f}: {passes} boots of each, their median decides")  # fmt: skip
     return ProbePlan(
         reason=head + why,
         model=model_id, corpus=corpus, corpus_note=note, configs=configs,
         tensor_parallel_size=decision.tensor_parallel_size, gpu_memory_utilization=gmu,
-        max_model_len=decision.max_model_len, concurrency=workload.concurrency,
+        max_model_len=decision.max_model_len, concurrency=workload.concurrency, passes=passes,
         argv=argv, command=" ".join(shlex.quote(a) for a in argv),
     )  # fmt: skip

@@ -311,7 +311,7 @@ def _assemble(profile, host, workload, outcome, base, cands, choice, fixed, warn
         warnings.insert(0, f"SLA not met: {choice.limits_missed}")
     plan = probe_plan(profile.id, decision, workload.model_copy(update={"concurrency": n}), sp, policy=choice.policy,
                       k=k_probe, low=pol.p_win.flip_off_below, high=pol.p_win.flip_on_above,
-                      fitted_within=pol.fitted_factor_within)  # fmt: skip
+                      fitted_within=pol.fitted_factor_within, run_sigma=_run_sigma(sp))  # fmt: skip
     if plan is not None:
         what = (f"unsure: the launched {c.label()} has" if c.method == "suffix" else
                 f"candidate {c.layout.label()}, suffix K={k_probe}: unsure:")  # fmt: skip
@@ -339,3 +339,19 @@ def _assemble(profile, host, workload, outcome, base, cands, choice, fixed, warn
         pareto=pareto_json(choice.ranked, c) if query.operating_point else [],
         sla_met=choice.sla_met,
     )
+
+
+def _run_sigma(sp) -> float:
+    """The largest measured run-to-run sigma of ln R (suffix) over the host profiles a prediction used."""
+    from advisor.errors import AdvisorError
+    from advisor.predict import host_profile as hp
+
+    if sp is None or not getattr(sp, "host_profile", None):
+        return 0.0
+    out = 0.0
+    for pid in sp.host_profile.split(","):
+        try:
+            out = max(out, hp.get(pid.strip()).run_sigma("suffix"))
+        except AdvisorError:
+            continue
+    return out

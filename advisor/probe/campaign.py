@@ -56,6 +56,10 @@ class CampaignSpec(BaseModel):
     no '/' and no leading '.'); default: derived from the settings (see module doc)."""
     boot_timeout_s: float = Field(default=900.0, gt=0)
     retry_failed: bool = False
+    passes: int = Field(default=1, ge=1, le=10)
+    """Fresh boots of every configuration (``advisor probe --repeat``), vanilla first in each pass, so each
+    speculative run has its own pass's vanilla and ``calibrate`` measures the host's run-to-run spread of R
+    (host_infer.run_to_run_sigma). Not part of the campaign id: rerunning with a larger count adds passes."""
     vllm_version: str = DEFAULT_VERSION
     """Flag mapping to render with (advisor.render.flags)."""
     save_responses: str | None = None
@@ -327,24 +331,52 @@ def campaign_lock(log_dir: Path, cid: str):
         os.close(fd)
 
 
+def _todo(spec: CampaignSpec, records: list[ProbeRecord]) -> tuple[list[tuple[int, ProbeConfig]], dict[str, ProbeRecord]]:
+    """What is left of ``spec``'s passes given the campaign's stored ``records``: [(pass, configuration)] in probe
+    order (pass by pass, vanilla first in each), and the latest record of each configuration with nothing left.
+    A pass is done by an ok record; a configuration whose latest record failed is not booted again (it would fail
+    again) unless ``retry_failed``."""
+    ok: dict[str, int] = {}
+    latest: dict[str, ProbeRecord] = {}
+    for rec in records:  # the store lists them in insertion order
+        latest[rec.config] = rec
+        ok[rec.config] = ok.get(rec.config, 0) + (rec.outcome == "ok")
+    order = sorted(spec.configs, key=lambda c: not c.is_vanilla)
+    todo, finished = [], {}
+    for cfg in order:
+        last = latest.get(cfg.label)
+        if last is not None and last.outcome != "ok" and not spec.retry_failed:
+            finished[cfg.label] = last
+        elif ok.get(cfg.label, 0) >= spec.passes:
+            finished[cfg.label] = last  # type: ignore[assignment]
+    for n in range(1, spec.passes + 1):
+        todo += [(n, c) for c in order if c.label not in finished and ok.get(c.label, 0) < n]
+    return todo, finished
+
+
 def _run_locked(spec, store, corpus, host, cid, log_dir, *, say, show_progress, on_record) -> CampaignResult:
-    done = store.done_configs(cid, retry_failed=spec.retry_failed)
-    todo = sorted((c for c in spec.configs if c.label not in done), key=lambda c: not c.is_vanilla)
+    stored = store.list_records(campaign_id=cid)
+    steps, done = _todo(spec, stored)
+    todo = [c for _, c in steps]
     result = CampaignResult(campaign_id=cid, skipped=[done[c.label] for c in spec.configs if c.label in done])
-    if result.skipped:
+    passes = f" x {spec.passes} passes" if spec.passes > 1 else ""
+    if stored:
         names = ", ".join(r.config for r in result.skipped)
-        say(f"resuming campaign {cid}: already done: {names}" + ("; nothing left to probe" if not todo else ""))
+        say(f"resuming campaign {cid}{passes}: " + (f"already done: {names}" if names else f"{len(stored)} record(s) kept")
+            + ("; nothing left to probe" if not todo else f"; {len(todo)} boot(s) left"))  # fmt: skip
     else:
-        say(f"campaign {cid}: {len(todo)} configuration(s), corpus {corpus.name} ({len(corpus.prompts)} prompts)")
-    vanilla_tput = _vanilla_throughput(list(done.values()))
+        say(f"campaign {cid}: {len(spec.configs)} configuration(s){passes}, corpus {corpus.name} ({len(corpus.prompts)} prompts)")
+    # each speculative run is compared with the latest vanilla before it (its own pass's)
+    vanilla_tput = _vanilla_throughput(list(reversed(stored)))
     keep = spec.save_responses is not None
     if keep:
         from advisor.atomic import check_target
 
         check_target(Path(spec.save_responses))  # refuse a bad target before any boot
         spec = spec.model_copy(update={"load": spec.load.model_copy(update={"keep_responses": True})})
-    for i, cfg in enumerate(todo, 1):
-        say(f"[{i}/{len(todo)}] {cfg.label}: starting vLLM")
+    for i, (n, cfg) in enumerate(steps, 1):
+        tag = f"pass {n}/{spec.passes} " if spec.passes > 1 else ""
+        say(f"[{i}/{len(todo)}] {tag}{cfg.label}: starting vLLM")
         t0 = time.monotonic()
         outputs: dict | None = {} if keep else None
         record = probe_one(

@@ -222,15 +222,6 @@ class ProbeStore:
                 self.skipped.append(f"probe store {self.path} row {row_id} skipped: {where_}: {first['msg']}")
         return out
 
-    def done_configs(self, campaign_id: str, *, retry_failed: bool = False) -> dict[str, ProbeRecord]:
-        """Configurations of ``campaign_id`` that need no new probe: label -> latest record.
-        With ``retry_failed`` only ``ok`` records count as done."""
-        done: dict[str, ProbeRecord] = {}
-        for rec in self.list_records(campaign_id=campaign_id):
-            if rec.outcome == "ok" or not retry_failed:
-                done[rec.config] = rec
-        return done
-
     def close(self) -> None:
         self._conn.close()
 
