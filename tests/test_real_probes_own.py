@@ -117,8 +117,8 @@ def test_modes_on_the_shipped_h200_campaign():
         for config, kb in row["k_bar"].items():
             assert "replay of the vanilla run" in kb["own_output_replay"]["source"] or "own-output replay" in kb["own_output_replay"]["source"]
             if config.startswith("suffix:"):  # leave-one-host-out: the H200 row is scored with CPU-derived priors
-                # (calibration/real_cpu: humaneval at 128 tokens; ShareGPT at 128 and at 256)
-                cpu_settings = {"humaneval": 1, "sharegpt": 2}[row["corpus"]]
+                # (calibration/real_cpu: humaneval and ShareGPT, each at 128 and at 256 tokens)
+                cpu_settings = {"humaneval": 2, "sharegpt": 2}[row["corpus"]]
                 assert f"over {cpu_settings} settings" in kb["priors"]["source"], kb["priors"]["source"]
     loho = out["own_priors_leave_one_host_out"]
     assert set(loho) == {"H200", "cpu (2 cores, this project's CI machine)"}
@@ -179,8 +179,8 @@ def test_leave_one_host_out_priors_hold_out_the_host():
 
     rows = kp.own_evidence()
     cpu_only = kp.derive_own(rows, exclude_host="H200")
-    # the CPU host's settings: humaneval at 128 tokens, ShareGPT at 128 and 256 (calibration/real_cpu)
-    assert cpu_only and all(p["settings"] == {"humaneval": 1, "sharegpt": 2}[p["corpus"]] and p["hosts"].startswith("cpu")
+    # the CPU host's settings: humaneval and ShareGPT, each at 128 and 256 tokens (calibration/real_cpu)
+    assert cpu_only and all(p["settings"] == {"humaneval": 2, "sharegpt": 2}[p["corpus"]] and p["hosts"].startswith("cpu")
                             for p in cpu_only)  # fmt: skip
     gpu_only = kp.derive_own(rows, exclude_host="cpu")
     assert gpu_only and all(p["hosts"] == "H200" for p in gpu_only)
