@@ -343,15 +343,6 @@ def _assemble(profile, host, workload, outcome, base, cands, choice, fixed, warn
 
 def _run_sigma(sp) -> float:
     """The largest measured run-to-run sigma of ln R (suffix) over the host profiles a prediction used."""
-    from advisor.errors import AdvisorError
     from advisor.predict import host_profile as hp
 
-    if sp is None or not getattr(sp, "host_profile", None):
-        return 0.0
-    out = 0.0
-    for pid in sp.host_profile.split(","):
-        try:
-            out = max(out, hp.get(pid.strip()).run_sigma("suffix"))
-        except AdvisorError:
-            continue
-    return out
+    return hp.run_sigma_of(sp.host_profile.split(","), "suffix") if sp is not None and sp.host_profile else 0.0

@@ -227,7 +227,7 @@ def ngram_gain(p: ModelProfile, gpu: GpuSpec, lay: ReplicaLayout, seqs: int, con
     prof = [hp.get(b) for b in builds]
     # a host class whose repeated probes measured R's run-to-run spread widens the band by it (in log, with the
     # K̄ band: independent); INTERVAL_Z as the suffix interval's 90 %
-    run = max(x.run_sigma("ngram") for x in prof)
+    run = hp.run_sigma_of(builds, "ngram")
     down, up = math.log(mid / r / (lo / max(rs))), math.log(hi / min(rs) / (mid / r))
     if run:
         down, up = math.hypot(down, INTERVAL_Z * run), math.hypot(up, INTERVAL_Z * run)

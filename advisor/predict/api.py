@@ -177,7 +177,7 @@ def predict(
     rows = by_profile[used[0]]
     spread = (max(r.mu for r in rows) - min(r.mu for r in rows)) / 2
     # a host class whose repeated probes measured R's run-to-run spread carries it (HostProfile.suffix_run_sigma)
-    run_sigma = max(hp.get(pid).run_sigma("suffix") for pid in used)
+    run_sigma = hp.run_sigma_of(used, "suffix")
     sigma = math.hypot(rows[0].sigma, spread, host_spread, run_sigma)
     row = rows[0]
     k_bar = max(row.k_bar, 1.0)

@@ -96,11 +96,8 @@ class _Pair:
         # requests in flight (Little's law, ProbeRecord.mean_in_flight), not the nominal concurrency: where both
         # runs measured it, the speculative step is priced at its own batch and R is the step-time ratio
         # (K̄ x in-flight / throughput of each run); older records keep the nominal concurrency.
-        self.seqs = suf.concurrency
-        ms, mv = getattr(suf, "mean_in_flight", None), getattr(van, "mean_in_flight", None)
-        if ms and mv:
-            self.seqs = max(1, round(ms))
-            self.r_meas *= ms / mv
+        self.seqs = max(1, round(suf.in_flight))
+        self.r_meas *= suf.in_flight / van.in_flight
         acc = (suf.mean_acceptance_length - 1) * suf.spec_drafts / suf.spec_draft_tokens \
             if suf.spec_drafts and suf.spec_draft_tokens and suf.mean_acceptance_length else None  # fmt: skip
         self.draft = min(self.k, kp.max_draft(self.k), (self.kbar - 1) / acc) if acc else kp.draft_tokens(self.kbar, self.k)
@@ -182,7 +179,7 @@ def fit_plain_floor(vans, profile_of: ProfileFn) -> dict:
     obs, skipped = [], 0
     for v in vans:
         m = profile_for_record(v.model, profile_of)
-        seqs = getattr(v, "mean_in_flight", None) or v.concurrency  # the batch the steps ran at (see _Pair)
+        seqs = v.in_flight  # the batch the steps ran at (see _Pair)
         c = step_cost(m, get_gpu(v.gpu), v.tensor_parallel_size, StepShape(seqs=max(1, round(seqs)), tokens_per_seq=1, context=_ctx(v, m)))
         g = max(c.t_memory, c.t_compute)  # the bytes and FLOPs of the step, without its kernels' fixed latency
         meas = seqs / v.throughput_tok_s
@@ -432,9 +429,9 @@ def serving_fit(calibration_dir, profile_of: ProfileFn, read) -> dict:
 SERVING_REAL_FIT = ("smol-r1", "smol-r2", "smol-k", "smol-g", "smol-h", "smol-h2", "smol-h3", "smol-h4", "smol-h5",
                     "smol-h6", "smol-h7")
 """The real-weight `vllm serve` folders of the H200 campaign the ``h200-vllm0.26.0-serving`` row is fitted on
-(SmolLM2-135M-Instruct: vanilla, suffix:4, suffix:32, ngram:4; humaneval and ShareGPT; concurrency 1, 8, 32, and
-64 for ShareGPT in smol-g; four passes, the last two warmed by a discarded load; smol-g's ngram_gpu:4 runs are
-not CPU-proposer pairs and are left out by probe_pairs)."""
+(SmolLM2-135M-Instruct: vanilla, suffix:4, suffix:32, ngram:4; humaneval and ShareGPT; concurrency 1 to 128 over
+campaigns 1-4, up to seven fresh boots of one load (smol-h4..h7: suffix:32 only, paired with smol-h4's vanilla of
+the same campaign); smol-g's ngram_gpu:4 runs are not CPU-proposer pairs and are left out by probe_pairs)."""
 SERVING_REAL_ASYNC = ("smol-noasync", "smol-noasync-w")
 """Its vanilla runs with ``--no-async-scheduling`` (the async-off share)."""
 SERVING_DUMMY_WARM = ("l8-dummy-k", "l8-g")

@@ -104,6 +104,11 @@ FIELDS = ("id", "aliases", "gpu", "cpu_model", "vllm_version", "suffix_step_s", 
           "plain_floor_step_s", "plain_floor_per_seq_s", "suffix_run_sigma", "ngram_run_sigma")  # fmt: skip
 
 
+def run_sigma_of(ids, method: Method = "suffix") -> float:
+    """The largest measured run-to-run sigma of ln R of ``method`` over the profiles ``ids`` (ids or aliases)."""
+    return max((get(pid.strip()).run_sigma(method) for pid in ids), default=0.0)
+
+
 def register(profile: HostProfile) -> None:
     """Add a profile for this process (a candidate being scored by advisor.predict.host_infer)."""
     _REGISTERED[profile.id] = profile

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
+from advisor.domain.prediction import INTERVAL_Z
 from advisor.errors import DataError
 from advisor.model.schema import ModelProfile
 from advisor.predict.dataset import KBAR_FLOOR, Observation, ProfileFn, default_profile_of
@@ -169,7 +170,7 @@ class KbarChoice(BaseModel):
     @property
     def log_sigma(self) -> float:
         """Standard deviation of log K̄ the band implies (a 90 % band: ±1.645 σ)."""
-        return math.log(max(self.high, 1.0) / max(self.low, 1.0)) / (2 * 1.6449) if self.high > self.low else 0.0
+        return math.log(max(self.high, 1.0) / max(self.low, 1.0)) / (2 * INTERVAL_Z) if self.high > self.low else 0.0
 
 
 PRIOR_MAX_TOKENS = 256
@@ -368,7 +369,7 @@ def unseen_corpus_sigma(priors: tuple[KbarPrior, ...] | list[KbarPrior], family:
     if family in PUBLISHED_FAMILIES:
         ks += [r.k_bar for r in (published_kbars() if published is None else published) if r.method == method]
     ks = [k for k in ks if k > 0]
-    return (math.log(max(ks)) - math.log(min(ks))) / (2 * 1.6449) if len(ks) > 1 else 0.0
+    return (math.log(max(ks)) - math.log(min(ks))) / (2 * INTERVAL_Z) if len(ks) > 1 else 0.0
 
 
 def has_corpus_prior(priors: tuple[KbarPrior, ...] | list[KbarPrior], corpus: str | None, family: str) -> bool:

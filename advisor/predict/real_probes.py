@@ -116,7 +116,7 @@ def evaluate(records: list, calibration_dir: Path, profile_of, own_kbar: dict | 
         corpus = Path(van.corpus).stem if van.corpus.endswith(".jsonl") else van.corpus
         # the load that ran: a short load's last wave ramps down, so it is priced at the requests its vanilla run
         # had in flight (ProbeRecord.mean_in_flight, Little's law) where recorded, else the nominal concurrency
-        in_flight = max(1, round(van.mean_in_flight)) if van.mean_in_flight else van.concurrency
+        in_flight = max(1, round(van.in_flight))
         work = Workload(corpus=corpus, concurrency=in_flight)
         loho = [kp.OwnKbarPrior(**x) for x in kp.derive_own(evidence, exclude_host=van.gpu)]
         held = (held_out_hosts or {}).get(corpus)

@@ -357,13 +357,12 @@ def _todo(spec: CampaignSpec, records: list[ProbeRecord]) -> tuple[list[tuple[in
 def _run_locked(spec, store, corpus, host, cid, log_dir, *, say, show_progress, on_record) -> CampaignResult:
     stored = store.list_records(campaign_id=cid)
     steps, done = _todo(spec, stored)
-    todo = [c for _, c in steps]
     result = CampaignResult(campaign_id=cid, skipped=[done[c.label] for c in spec.configs if c.label in done])
     passes = f" x {spec.passes} passes" if spec.passes > 1 else ""
     if stored:
         names = ", ".join(r.config for r in result.skipped)
         say(f"resuming campaign {cid}{passes}: " + (f"already done: {names}" if names else f"{len(stored)} record(s) kept")
-            + ("; nothing left to probe" if not todo else f"; {len(todo)} boot(s) left"))  # fmt: skip
+            + ("; nothing left to probe" if not steps else f"; {len(steps)} boot(s) left"))  # fmt: skip
     else:
         say(f"campaign {cid}: {len(spec.configs)} configuration(s){passes}, corpus {corpus.name} ({len(corpus.prompts)} prompts)")
     # each speculative run is compared with the latest vanilla before it (its own pass's)
@@ -376,7 +375,7 @@ def _run_locked(spec, store, corpus, host, cid, log_dir, *, say, show_progress, 
         spec = spec.model_copy(update={"load": spec.load.model_copy(update={"keep_responses": True})})
     for i, (n, cfg) in enumerate(steps, 1):
         tag = f"pass {n}/{spec.passes} " if spec.passes > 1 else ""
-        say(f"[{i}/{len(todo)}] {tag}{cfg.label}: starting vLLM")
+        say(f"[{i}/{len(steps)}] {tag}{cfg.label}: starting vLLM")
         t0 = time.monotonic()
         outputs: dict | None = {} if keep else None
         record = probe_one(
@@ -389,7 +388,7 @@ def _run_locked(spec, store, corpus, host, cid, log_dir, *, say, show_progress, 
         result.probed.append(record)
         if cfg.label == "vanilla" and record.outcome == "ok":
             vanilla_tput = record.throughput_tok_s
-        say(f"[{i}/{len(todo)}] {summary_line(record, vanilla_tput)} ({time.monotonic() - t0:.0f}s)")
+        say(f"[{i}/{len(steps)}] {summary_line(record, vanilla_tput)} ({time.monotonic() - t0:.0f}s)")
         if on_record is not None:
             on_record(record)
     return result

@@ -100,3 +100,8 @@ class ProbeRecord(BaseModel):
         from advisor.errors import printable
 
         return None if value is None else printable(value, keep_newlines=False)
+
+    @property
+    def in_flight(self) -> float:
+        """The batch the load's steps ran at: ``mean_in_flight`` where recorded, else the nominal ``concurrency``."""
+        return self.mean_in_flight or float(self.concurrency)
