@@ -52,9 +52,18 @@ def _jsonl(path: Path, *, missing_ok: bool = False) -> list[dict] | None:
     return [json.loads(x) for x in text.splitlines() if x.strip()]
 
 
-def responses(run: Path, config: str, record: dict) -> list[dict]:
-    """The recorded outputs of ``config`` for ``record``'s load (corpus, concurrency)."""
-    return _jsonl(run / f"responses-{safe_label(config)}-{Path(record['corpus']).stem}-c{record['concurrency']}.jsonl") or []
+def responses_name(config: str, corpus: str, concurrency: int, nth: int = 0) -> str:
+    """The file real_campaign.py writes the outputs of one load to: ``responses-<config>-<corpus>-c<N>.jsonl`` for
+    the first load of that corpus and concurrency in the configuration's boot, ``...-c<N>.<nth>.jsonl`` for a later
+    one (session 9 on; before that a second such load overwrote the first's file)."""
+    tail = f".{nth}" if nth else ""
+    return f"responses-{safe_label(config)}-{Path(corpus).stem}-c{concurrency}{tail}.jsonl"
+
+
+def responses(run: Path, config: str, record: dict, nth: int = 0, *, missing_ok: bool = False) -> list[dict] | None:
+    """The recorded outputs of ``config`` for ``record``'s load (corpus, concurrency; the ``nth`` such load of the
+    boot). None where the file is not there and ``missing_ok``."""
+    return _jsonl(run / responses_name(config, record["corpus"], record["concurrency"], nth), missing_ok=missing_ok)
 
 
 def warmup(run: Path, config: str) -> list[dict] | None:
@@ -144,19 +153,34 @@ def warm_load(tok, rows: list[dict] | None, max_tokens: int, texts: list[str | N
     return (int(rows[0].get("concurrency") or WARMUP_CONCURRENCY), pairs(tok, rows, max_tokens, texts))
 
 
+def by_occurrence(records: list[dict]) -> dict[tuple[str, int, int], dict]:
+    """``records`` of one boot keyed by (corpus, concurrency, n): n counts earlier loads of the same corpus and
+    concurrency in that boot (file order), the ``nth`` of :func:`responses_name`."""
+    seen: dict[tuple[str, int], int] = {}
+    out = {}
+    for r in records:
+        key = (r["corpus"], r["concurrency"])
+        seen[key] = seen.get(key, -1) + 1
+        out[(*key, seen[key])] = r
+    return out
+
+
 def own_rows(run: Path, tok, *, methods: tuple[str, ...] = REPLAYED) -> list[dict]:
     """For every speculative record of ``run`` (in the order replay.json lists them), the replay of the
     vanilla boot's outputs for the same prompts: ``{config, corpus, concurrency, started_at, own}``."""
     groups = by_config(read_records(run))
-    plain = {(r["corpus"], r["concurrency"]): r for r in groups.get("vanilla", [])}
+    plain = by_occurrence(groups.get("vanilla", []))
     out = []
     for cfg, recs in groups.items():
         if cfg == "vanilla" or cfg.split(":")[0] not in methods:
             continue
         method, k = method_k(cfg)
         max_tokens = recs[0].get("max_tokens") or 256
-        loads = [(r["concurrency"], pairs(tok, responses(run, "vanilla", plain[(r["corpus"], r["concurrency"])]), max_tokens))
-                 for r in recs]  # fmt: skip
+        outputs = [responses(run, "vanilla", plain[key], key[2], missing_ok=True) if key in plain else None
+                   for key in by_occurrence(recs)]  # fmt: skip
+        if any(o is None for o in outputs):  # a load's plain outputs were not kept: its boot cannot be replayed in order
+            continue
+        loads = [(r["concurrency"], pairs(tok, o, max_tokens)) for r, o in zip(recs, outputs)]
         for r, fig in zip(recs, replay_boot(method, k, loads, warm_load(tok, warmup(run, "vanilla"), max_tokens))):
             out.append({"config": cfg, "corpus": Path(r["corpus"]).stem, "concurrency": r["concurrency"],
                         "started_at": r.get("started_at"), "own": fig})  # fmt: skip

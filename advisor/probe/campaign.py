@@ -28,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from advisor.errors import ProbeError, UsageError
 from advisor.domain.decision import Decision
+from advisor.probe import hostcpu
 from advisor.probe.configs import ProbeConfig, probe_decision, probe_flags
 from advisor.probe.load import LoadSpec, mean_in_flight
 from advisor.vllm_facts import DEFAULT_VERSION
@@ -189,10 +190,11 @@ def probe_one(
         ) as srv:
             base.update(command=srv.argv, boot_s=round(srv.boot_s, 2), vllm_version=_server_version(srv.base_url))
             before = metrics.scrape(srv.base_url)
-            load = run_load(
-                srv.base_url, srv.served_model, srv.api, corpus.prompts, spec.load,
-                show_progress=show_progress, label=cfg.label, alive=lambda: srv.process.poll() is None,
-            )  # fmt: skip
+            with hostcpu.watch(srv.process.pid) as cpu:
+                load = run_load(
+                    srv.base_url, srv.served_model, srv.api, corpus.prompts, spec.load,
+                    show_progress=show_progress, label=cfg.label, alive=lambda: srv.process.poll() is None,
+                )  # fmt: skip
             if responses is not None:
                 responses.update(outputs=load.responses, api=srv.api)
             srv.check_alive()
@@ -210,7 +212,7 @@ def probe_one(
     except (ValueError, TypeError, KeyError, IndexError, AttributeError, RecursionError) as exc:
         # A server answer of an unexpected shape: this configuration is recorded, the campaign goes on.
         return ProbeRecord(**base, outcome="error", failure=f"probe_error: malformed server answer: {type(exc).__name__}: {exc}")
-    return measured_record(base, load, win, cfg, vanilla_tput)
+    return measured_record(base, load, win, cfg, vanilla_tput, cpu=cpu[0] if cpu else None)
 
 
 def record_fields(spec: CampaignSpec, cfg: ProbeConfig, *, cid: str, host: dict, argv: list[str], log_path: Path) -> dict:
@@ -227,9 +229,13 @@ def record_fields(spec: CampaignSpec, cfg: ProbeConfig, *, cid: str, host: dict,
     )  # fmt: skip
 
 
-def measured_record(base: dict, load, win, cfg: ProbeConfig, vanilla_tput: float | None) -> ProbeRecord:
-    """The record of one finished load: ``base`` (``record_fields`` + boot facts), the load's result
-    and the counter window; counters no vLLM produces are recorded as unmeasurable, not raised."""
+def measured_record(base: dict, load, win, cfg: ProbeConfig, vanilla_tput: float | None, *, cpu=None) -> ProbeRecord:
+    """The record of one finished load: ``base`` (``record_fields`` + boot facts), the load's result,
+    the counter window and ``cpu`` (``hostcpu.CpuWindow`` of the load, when watched); counters no vLLM
+    produces are recorded as unmeasurable, not raised."""
+    if cpu is not None:
+        base = {**base, "engine_cpu_busy": cpu.engine_cpu_busy, "client_cpu_busy": cpu.client_cpu_busy,
+                "host_loop_ms": cpu.host_loop_ms}  # fmt: skip
     ok = load.requests_ok > 0 and win.generation_tokens > 0
     failure = None if ok else "no_output: " + (load.errors[0] if load.errors else "no request finished")
     # Without spec-decode counters a spec run's tokens per step is unknown, not 1.
@@ -367,6 +373,7 @@ def _run_locked(spec, store, corpus, host, cid, log_dir, *, say, show_progress, 
         say(f"campaign {cid}: {len(spec.configs)} configuration(s){passes}, corpus {corpus.name} ({len(corpus.prompts)} prompts)")
     # each speculative run is compared with the latest vanilla before it (its own pass's)
     vanilla_tput = _vanilla_throughput(list(reversed(stored)))
+    vanilla_rec = next((r for r in reversed(stored) if r.config == "vanilla" and r.outcome == "ok"), None)
     keep = spec.save_responses is not None
     if keep:
         from advisor.atomic import check_target
@@ -387,8 +394,11 @@ def _run_locked(spec, store, corpus, host, cid, log_dir, *, say, show_progress, 
         store.insert(record)
         result.probed.append(record)
         if cfg.label == "vanilla" and record.outcome == "ok":
-            vanilla_tput = record.throughput_tok_s
+            vanilla_tput, vanilla_rec = record.throughput_tok_s, record
         say(f"[{i}/{len(steps)}] {summary_line(record, vanilla_tput)} ({time.monotonic() - t0:.0f}s)")
+        if record.outcome == "ok":
+            for note in hostcpu.cpu_notes(record, vanilla_rec):
+                say(f"    note: {note}")
         if on_record is not None:
             on_record(record)
     return result

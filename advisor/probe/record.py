@@ -54,6 +54,14 @@ class ProbeRecord(BaseModel):
     mean_in_flight: float | None = Field(default=None, ge=0, le=1e6)
     """Requests in flight on average over the load (``advisor.probe.load.mean_in_flight``, Little's law);
     below ``concurrency`` by the last wave's ramp-down. None in records older than it."""
+    engine_cpu_busy: float | None = Field(default=None, ge=0, le=4096)
+    """CPU seconds of the server's busiest process over the load's seconds (``advisor.probe.hostcpu``; 1.0 is one
+    core). At 0.9 or more on a GPU host the steps are bound by the host CPU. None off Linux and in older records."""
+    client_cpu_busy: float | None = Field(default=None, ge=0, le=4096)
+    """The same for the load client (this process): at 0.8 or more it may limit the throughput it measures."""
+    host_loop_ms: float | None = Field(default=None, gt=0, le=1e6)
+    """Median time of a fixed loop (``hostcpu.LOOP_N`` additions) timed by a separate process during the load: the
+    host's single-thread speed at the time (the H200 VM's moved x1.5-2 within seconds, campaign 5)."""
     command: list[str] = Field(default_factory=list)
     """The exact argv of the server."""
     vllm_version: str | None = None

@@ -10,7 +10,10 @@ SERVER="python3 -m vllm.entrypoints.openai.api_server"
 D=/root/stash/data
 SMOL=/root/models/SmolLM2-135M-Instruct
 if [ ! -f $SMOL/.advisor-built ]; then
-  mkdir -p /root/gguf && cat /root/stash/smol.part.a /root/stash/smol.part.b > /root/gguf/SmolLM2-135M-Instruct.Q4_1.gguf
+  # the GGUF travels in 32 MiB parts gs.aa.. (session 9 on: the working tree grew past what 48 MiB halves allow),
+  # or as the two halves smol.part.a/.b of sessions 5-8
+  mkdir -p /root/gguf && if ls /root/stash/gs.* >/dev/null 2>&1; then cat /root/stash/gs.*; \
+    else cat /root/stash/smol.part.a /root/stash/smol.part.b; fi > /root/gguf/SmolLM2-135M-Instruct.Q4_1.gguf
   python3 scripts/build_smollm2.py --gguf /root/gguf/SmolLM2-135M-Instruct.Q4_1.gguf --out $SMOL || exit 1
 fi
 L8=/root/models/Llama-3.1-8B-Instruct

@@ -5,6 +5,11 @@
 T=${1:-60}
 snap() { tar czf "$OUT/results.tgz.tmp" -C /root results 2>/dev/null && mv "$OUT/results.tgz.tmp" "$OUT/results.tgz"
          cp /root/runs.out "$OUT/runs.out" 2>/dev/null; }
-for _ in $(seq 1 $((T / 10))); do grep -q "== all done" /root/runs.out 2>/dev/null && break; sleep 10; snap; done
+# returns early, too, when no campaign script is running any more (one that failed at once must not burn the budget)
+for _ in $(seq 1 $((T / 10))); do
+  grep -q "== all done" /root/runs.out 2>/dev/null && break
+  pgrep -f "device_run|real_campaign" >/dev/null || { echo "poll: no campaign running"; break; }
+  sleep 10; snap
+done
 snap
 tail -n 40 /root/runs.out

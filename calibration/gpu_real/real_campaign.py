@@ -38,7 +38,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from advisor.domain.decision import Decision  # noqa: E402
-from advisor.probe import metrics  # noqa: E402
+from advisor.kbar.runs import responses_name  # noqa: E402
+from advisor.probe import hostcpu, metrics  # noqa: E402
 from advisor.probe.campaign import (  # noqa: E402
     CampaignSpec, _now, _server_version, campaign_id, host_info, measured_record, record_fields, server_argv,
     summary_line,
@@ -180,6 +181,7 @@ def main() -> int:
                         # saved so that an offline replay can feed the same responses to its suffix tree first
                         write_responses(out / f"warmup-{safe}.jsonl", wload, wprompts, wstart, cfg.label, srv.api, wconc)
                         print(f"  warm-up load c{wconc} [{wstart}:{wend}] in {time.monotonic() - t0:.1f}s (discarded)", flush=True)
+                    seen: dict[tuple[str, int], int] = {}
                     for path, conc, start, end in loads:
                         corpus = corpora[path]
                         prompts = corpus.prompts[start:end]
@@ -195,7 +197,9 @@ def main() -> int:
                         cpu0 = tree_cpu(srv.process.pid) if args.cpu_check else {}
                         own0, t0 = os.times(), time.time()
                         before = metrics.scrape(srv.base_url)
-                        load = run_load(srv.base_url, srv.served_model, srv.api, prompts, lspec, alive=lambda: srv.process.poll() is None)
+                        with hostcpu.watch(srv.process.pid) as cpu:
+                            load = run_load(srv.base_url, srv.served_model, srv.api, prompts, lspec,
+                                            alive=lambda: srv.process.poll() is None)  # fmt: skip
                         after = metrics.scrape(srv.base_url)
                         if args.cpu_check:
                             cpu1, own1, t1 = tree_cpu(srv.process.pid), os.times(), time.time()
@@ -211,14 +215,16 @@ def main() -> int:
                         # the measured window is the load's own, as in advisor probe (the scrapes' time is outside it)
                         win = metrics.window(before, after, seconds=load.elapsed_s or None)
                         vt = vanilla_tput.get((path, conc))
-                        rec = measured_record(rec_base, load, win, cfg, vt)
+                        rec = measured_record(rec_base, load, win, cfg, vt, cpu=cpu[0])
                         if cfg.is_vanilla and rec.outcome == "ok":
                             vanilla_tput[(path, conc)] = rec.throughput_tok_s
                         store.insert(rec)
                         records_fh.write(rec.model_dump_json(exclude={"host"}) + "\n")
                         records_fh.flush()
                         name = Path(path).stem
-                        write_responses(out / f"responses-{safe}-{name}-c{conc}.jsonl", load, prompts, start, cfg.label, srv.api, conc)
+                        nth = seen[(path, conc)] = seen.get((path, conc), -1) + 1  # a later load of the same corpus and
+                        write_responses(out / responses_name(cfg.label, path, conc, nth), load, prompts, start,  # concurrency
+                                        cfg.label, srv.api, conc)  # gets its own file (advisor.kbar.runs.responses_name)
                         print(f"  {name} c{conc} [{start}:{end}]: {summary_line(rec, vt)}", flush=True)
             except BootFailure as exc:
                 rec = ProbeRecord(

@@ -32,7 +32,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from advisor.kbar.runs import REPLAYED, by_config, method_k, pairs, read_records, replay_boot, responses, warm_load, warmup  # noqa: E402
+from advisor.kbar.runs import REPLAYED, by_config, by_occurrence, method_k, pairs, read_records, replay_boot, responses, warm_load, warmup  # noqa: E402
 from advisor.kbar.tokenize import load_tokenizer  # noqa: E402
 
 
@@ -86,24 +86,29 @@ def main() -> int:
     refs = {kind: reference_map(kind) for kind in ("humaneval", "sharegpt")}
     by_cfg = by_config(records)  # in load order (the file is appended as loads finish)
 
-    def rows_of(cfg: str, rec: dict) -> list[dict]:
-        return responses(run, cfg, rec)
-
-    vanilla = by_cfg.get("vanilla", [])
+    vanilla = by_occurrence(by_cfg.get("vanilla", []))
     out = []
     for cfg, recs in by_cfg.items():
         if cfg == "vanilla" or cfg.split(":")[0] not in REPLAYED:
             continue
         method, k = method_k(cfg)
         max_tokens = recs[0].get("max_tokens") or 256
-        plain = {(r["corpus"], r["concurrency"]): rows_of("vanilla", r) for r in vanilla}
+        keyed = by_occurrence(recs)
+        plain = {key: responses(run, "vanilla", vanilla[key], key[2], missing_ok=True) if key in vanilla else None
+                 for key in keyed}  # fmt: skip
+        same = {key: responses(run, cfg, r, key[2], missing_ok=True) for key, r in keyed.items()}
+        if any(v is None for v in (*plain.values(), *same.values())):
+            # a second load of one corpus and concurrency overwrote the first's outputs before session 9's naming
+            # (smol-i1): the boot cannot be replayed in load order
+            print(f"{run}: {cfg}: a load's outputs were not kept; its boot is not replayed")
+            continue
         loads = {"own": [], "own_same_run": [], "reference": []}
-        for r in recs:
-            rows = plain[(r["corpus"], r["concurrency"])]
+        for key, r in keyed.items():
+            rows = plain[key]
             kind = "humaneval" if "humaneval" in Path(r["corpus"]).stem else "sharegpt"
             ref_texts = [refs[kind].get(_key(kind, x["prompt"])) for x in rows]
             loads["own"].append((r["concurrency"], pairs(tok, rows, max_tokens)))
-            loads["own_same_run"].append((r["concurrency"], pairs(tok, rows_of(cfg, r), max_tokens)))
+            loads["own_same_run"].append((r["concurrency"], pairs(tok, same[key], max_tokens)))
             loads["reference"].append((r["concurrency"], pairs(tok, rows, max_tokens, ref_texts)))
         # the boot's discarded warm-up load (saved from device_run3.sh on): fed to the suffix tree first, as vLLM's was
         w_plain, w_same = warmup(run, "vanilla"), warmup(run, cfg)
@@ -126,6 +131,9 @@ def main() -> int:
             print(f"{cfg} {row['corpus']} c{row['concurrency']}: vLLM {row['measured']['tokens_per_step']}, "
                   f"own {row['own']['tokens_per_step']:.3f}, same run {row['own_same_run']['tokens_per_step']:.3f}, "
                   f"reference {row['reference']['tokens_per_step']:.3f}")  # fmt: skip
+    if not out:
+        print(f"{run}: no boot could be replayed; nothing written")
+        return 0
     (run / "replay.json").write_text(json.dumps({"run": run.name, "rows": out}, indent=2) + "\n")
     return 0
 

@@ -22,7 +22,8 @@ escapes and bidi controls in /metrics), metrics_garbage.
 Environment: FAKE_BOOT_S (delay before /health is 200, default 0.2), FAKE_TOKEN_S (time per token,
 default 0.002), FAKE_TOKENS (tokens per response when max_tokens is larger, default 16),
 FAKE_SPEC_STEP_COST (cost R of a speculative step that emits two tokens, in plain-token times;
-default 2: suffix no faster than vanilla; 1.25: suffix ≈ 1.6x faster).
+default 2: suffix no faster than vanilla; 1.25: suffix ≈ 1.6x faster), FAKE_SPIN (set: a child process spins
+on one core for the server's life, as vLLM's EngineCore does when its steps are host-bound).
 """
 
 from __future__ import annotations
@@ -60,6 +61,11 @@ def main() -> int:
     tokens_per_reply = int(os.environ.get("FAKE_TOKENS", "16"))
     step_cost = float(os.environ.get("FAKE_SPEC_STEP_COST", "2"))
     print(f"fake vLLM {kind} on {args.host}:{args.port} spec={spec}", flush=True)
+    if os.environ.get("FAKE_SPIN"):  # reaped with the process group, as the real EngineCore is
+        import subprocess
+        import sys
+
+        subprocess.Popen([sys.executable, "-c", "while True: pass"])
     if kind == "broken" or args.gpu_memory_utilization < 0.2:
         time.sleep(0.3)
         print("(EngineCore pid=1) ValueError: No available memory for the cache blocks. Try increasing "

@@ -1,0 +1,170 @@
+"""What the host's CPU did during one probe load: how busy the server's engine and the load client were, and how
+fast one core ran.
+
+The fifth H200 campaign (calibration/gpu_real/README.md) found SmolLM2-135M's vLLM engine process busy 94-100 % of
+one core in every load, vanilla and suffix alike, with the GPU 10-60 % used and its clock fixed: on that host a step
+is bound by one CPU core, not by the GPU. The same VM's single-thread speed moved x1.5-2 within seconds (a fixed
+loop took 12-58 ms), and the suffix boot that measured x0.55 ran while the loop was slow. A probe's R is then the
+host's speed at that moment as much as the method's cost. So every load records:
+
+- ``engine_cpu_busy``: CPU seconds of the server's busiest process (the EngineCore, where one exists) over the
+  load's seconds, read from /proc (Linux; None elsewhere). At ``ENGINE_BOUND`` or more the steps are host-bound.
+- ``client_cpu_busy``: the same for this process, the load client. At ``CLIENT_BOUND`` or more the client may
+  be what limits throughput, and the figure is a lower bound.
+- ``host_loop_ms``: the median time of a fixed pure-Python loop (``LOOP_N`` additions), timed every
+  ``SAMPLE_EVERY_S`` by a separate process during the load: the single-thread speed the load ran at.
+
+:func:`cpu_notes` turns these into the warnings ``advisor probe`` prints; nothing here changes a measurement.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import subprocess
+import sys
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+ENGINE_BOUND = 0.9
+"""Busy share of one core at which the server's busiest process bounds the step (campaign 5: 0.94-1.00)."""
+CLIENT_BOUND = 0.8
+"""Busy share at which the load client itself may bound the throughput it measures (campaign 5: 0.79-0.89 at
+vanilla ShareGPT c64, 14,600 tok/s)."""
+SPEED_MOVED = 1.25
+"""Ratio of two loads' ``host_loop_ms`` beyond which their throughputs are not comparable when the engine is
+host-bound (campaign 5's boots: x1.8 between a vanilla and a suffix load of the same prompts)."""
+LOOP_N = 200_000
+"""Additions in one timed loop (about 10 ms on the H200 VM's cores, 5 ms on a fast desktop core)."""
+SAMPLE_EVERY_S = 0.5
+"""Seconds between two timed loops: about 2 % of one core."""
+
+_SAMPLER = f"""
+import sys, time
+while True:
+    t = time.perf_counter(); s = 0
+    for i in range({LOOP_N}): s += i
+    sys.stdout.write("%.4f\\n" % ((time.perf_counter() - t) * 1e3)); sys.stdout.flush()
+    time.sleep({SAMPLE_EVERY_S})
+"""
+
+
+@dataclass(frozen=True)
+class CpuWindow:
+    """The CPU facts of one load (None where not measurable here)."""
+
+    engine_cpu_busy: float | None = None
+    client_cpu_busy: float | None = None
+    host_loop_ms: float | None = None
+
+
+def tree_cpu(root: int, proc: Path = Path("/proc")) -> dict[int, tuple[str, float]]:
+    """CPU seconds (user + system) so far of process ``root`` and every process below it, by pid: (name, seconds).
+    Empty where /proc is not there or ``root`` is gone."""
+    try:
+        tick = os.sysconf("SC_CLK_TCK")
+        entries = [d for d in proc.iterdir() if d.name.isdigit()]
+    except (OSError, ValueError, AttributeError):
+        return {}
+    kids: dict[int, list[int]] = {}
+    stats: dict[int, tuple[str, float]] = {}
+    for d in entries:
+        try:
+            raw = (d / "stat").read_text()
+            name = raw[raw.index("(") + 1 : raw.rindex(")")]
+            rest = raw[raw.rindex(")") + 2 :].split()  # rest[0] is field 3 (state): ppid 4, utime 14, stime 15
+            ppid, seconds = int(rest[1]), (int(rest[11]) + int(rest[12])) / tick
+        except (OSError, ValueError, IndexError):
+            continue
+        stats[int(d.name)] = (name, seconds)
+        kids.setdefault(ppid, []).append(int(d.name))
+    out: dict[int, tuple[str, float]] = {}
+    todo = [root]
+    while todo:
+        pid = todo.pop()
+        if pid in stats and pid not in out:
+            out[pid] = stats[pid]
+            todo.extend(kids.get(pid, []))
+    return out
+
+
+def busiest(before: dict[int, tuple[str, float]], after: dict[int, tuple[str, float]], seconds: float) -> float | None:
+    """The largest share of one core any process present in both snapshots used over ``seconds``."""
+    if seconds <= 0:
+        return None
+    shares = [(after[pid][1] - sec) / seconds for pid, (_, sec) in before.items() if pid in after]
+    return round(max(shares), 3) if shares else None
+
+
+class _Sampler:
+    """A child process timing ``LOOP_N`` additions every ``SAMPLE_EVERY_S`` (its own process: a thread here would
+    share the load client's interpreter lock and slow both)."""
+
+    def __init__(self) -> None:
+        try:
+            self.proc: subprocess.Popen | None = subprocess.Popen(
+                [sys.executable, "-c", _SAMPLER], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
+            )
+        except OSError:
+            self.proc = None
+
+    def stop(self) -> float | None:
+        """Stop it; the median loop time in ms, or None with no sample."""
+        if self.proc is None:
+            return None
+        self.proc.terminate()
+        try:
+            out, _ = self.proc.communicate(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            out, _ = self.proc.communicate()
+        times = []
+        for line in (out or "").splitlines():
+            try:
+                times.append(float(line))
+            except ValueError:
+                continue
+        return round(statistics.median(times), 3) if times else None
+
+
+@contextmanager
+def watch(server_pid: int | None) -> Iterator[list[CpuWindow]]:
+    """Measure the CPU over the ``with`` block (one load): yields a list that holds one :class:`CpuWindow` after it."""
+    result: list[CpuWindow] = []
+    sampler = _Sampler()
+    srv0 = tree_cpu(server_pid) if server_pid else {}
+    own0, t0 = os.times(), time.monotonic()
+    try:
+        yield result
+    finally:
+        seconds = time.monotonic() - t0
+        srv1 = tree_cpu(server_pid) if server_pid else {}
+        own1 = os.times()
+        loop_ms = sampler.stop()
+        client = round((own1.user + own1.system - own0.user - own0.system) / seconds, 3) if seconds > 0 else None
+        result.append(CpuWindow(engine_cpu_busy=busiest(srv0, srv1, seconds), client_cpu_busy=client, host_loop_ms=loop_ms))
+
+
+def cpu_notes(rec, vanilla=None) -> list[str]:
+    """Warnings about one probe record's CPU facts (``rec``, and the campaign's vanilla record ``vanilla`` to compare
+    the single-thread speed with): empty when nothing is worth saying."""
+    notes = []
+    # on a CPU backend (no GPU) the engine computes on the CPU: busy is expected there and says nothing of host work
+    bound = rec.gpu is not None and rec.engine_cpu_busy is not None and rec.engine_cpu_busy >= ENGINE_BOUND
+    if bound:
+        notes.append(f"the server's busiest process used {rec.engine_cpu_busy:.0%} of a core: this host's steps are "
+                     "CPU-bound, so its throughput moves with the CPU's single-thread speed")  # fmt: skip
+    if rec.client_cpu_busy is not None and rec.client_cpu_busy >= CLIENT_BOUND:
+        notes.append(f"the load client used {rec.client_cpu_busy:.0%} of a core: it may limit what it measures "
+                     "(throughput is a lower bound); a lower --concurrency or a faster host CPU measures the server")  # fmt: skip
+    if (bound and vanilla is not None and vanilla is not rec and rec.host_loop_ms and vanilla.host_loop_ms):
+        ratio = rec.host_loop_ms / vanilla.host_loop_ms
+        if max(ratio, 1 / ratio) >= SPEED_MOVED:
+            slower = "slower" if ratio > 1 else "faster"
+            notes.append(f"the host's single-thread speed was x{max(ratio, 1 / ratio):.2f} {slower} than during the "
+                         f"vanilla load ({rec.host_loop_ms:.1f} against {vanilla.host_loop_ms:.1f} ms per fixed loop): "
+                         "the gain mixes the method with the host's speed; rerun with --repeat 3")  # fmt: skip
+    return notes
