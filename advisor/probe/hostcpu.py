@@ -2,10 +2,11 @@
 fast one core ran.
 
 The fifth H200 campaign (calibration/gpu_real/README.md) found SmolLM2-135M's vLLM engine process busy 94-100 % of
-one core in every load, vanilla and suffix alike, with the GPU 10-60 % used and its clock fixed: on that host a step
-is bound by one CPU core, not by the GPU. The same VM's single-thread speed moved x1.5-2 within seconds (a fixed
-loop took 12-58 ms), and the suffix boot that measured x0.55 ran while the loop was slow. A probe's R is then the
-host's speed at that moment as much as the method's cost. So every load records:
+one core in every load, vanilla and suffix alike, with the GPU 10-60 % used and its clock fixed at 1,980 MHz: on
+that host a step is bound by one CPU core, not by the GPU. The same VM's single-thread speed moved x2 between
+checks seconds apart (a fixed loop took 12-58 ms). Whether that is what moves a suffix step x1.5-2 between boots is
+not settled: the suffix loads that measured x0.55 ran while the loop was slow (23.9 against 13.5 ms), but the
+vanilla steps of the same boot held at 3.9-4.6 ms while the loop moved x2. So every load records, to settle it on any host:
 
 - ``engine_cpu_busy``: CPU seconds of the server's busiest process (the EngineCore, where one exists) over the
   load's seconds, read from /proc (Linux; None elsewhere). At ``ENGINE_BOUND`` or more the steps are host-bound.
@@ -166,5 +167,6 @@ def cpu_notes(rec, vanilla=None) -> list[str]:
             slower = "slower" if ratio > 1 else "faster"
             notes.append(f"the host's single-thread speed was x{max(ratio, 1 / ratio):.2f} {slower} than during the "
                          f"vanilla load ({rec.host_loop_ms:.1f} against {vanilla.host_loop_ms:.1f} ms per fixed loop): "
-                         "the gain mixes the method with the host's speed; rerun with --repeat 3")  # fmt: skip
+                         "with the engine CPU-bound the gain may mix the method with the host's speed; rerun with "
+                         "--repeat 3")  # fmt: skip
     return notes
