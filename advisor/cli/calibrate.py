@@ -418,9 +418,14 @@ def calibrate_cmd(
     records, where = _store_records()
     report = refit_report(records, profile_of, store=where)
     report["host_profiles"] = _store_host_profiles(records, profile_of)
+    from advisor.probe import hostcpu
+
+    report["host_cpu"] = hostcpu.summary(records)
     if json_out:
         emit_json(report)
         return
+    if report["host_cpu"]:
+        print(hostcpu.summary_text(report["host_cpu"]))
     for h in report["host_profiles"]["profiles"]:
         pr = h["profile"]
         print(f"host profile {pr['id']} ({pr['gpu']}, {pr['cpu_model']}, vLLM {pr['vllm_version']}): suffix step "

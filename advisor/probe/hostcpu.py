@@ -170,3 +170,31 @@ def cpu_notes(rec, vanilla=None) -> list[str]:
                          "with the engine CPU-bound the gain may mix the method with the host's speed; rerun with "
                          "--repeat 3")  # fmt: skip
     return notes
+
+
+def summary(records) -> dict | None:
+    """What the host CPU did over ``records`` (the ok loads that carry the facts; None when none does):
+    ``{"loads", "engine_bound", "client_bound", "loop_ms": {"min", "median", "max"} | None}``."""
+    ok = [r for r in records if r.outcome == "ok" and (r.engine_cpu_busy is not None or r.host_loop_ms is not None)]
+    if not ok:
+        return None
+    loops = sorted(r.host_loop_ms for r in ok if r.host_loop_ms)
+    return {
+        "loads": len(ok),
+        "engine_bound": sum(1 for r in ok if r.gpu is not None and (r.engine_cpu_busy or 0) >= ENGINE_BOUND),
+        "client_bound": sum(1 for r in ok if (r.client_cpu_busy or 0) >= CLIENT_BOUND),
+        "loop_ms": {"min": loops[0], "median": round(statistics.median(loops), 3), "max": loops[-1]} if loops else None,
+    }
+
+
+def summary_text(s: dict) -> str:
+    """One line of :func:`summary` for ``advisor calibrate``."""
+    parts = [f"host CPU over {s['loads']} probe load(s): engine CPU-bound (>= {ENGINE_BOUND:.0%} of a core, GPU "
+             f"hosts) in {s['engine_bound']}, load client >= {CLIENT_BOUND:.0%} in {s['client_bound']}"]  # fmt: skip
+    if s["loop_ms"]:
+        lm = s["loop_ms"]
+        spread = lm["max"] / lm["min"]
+        parts.append(f"single-thread loop {lm['min']:.1f}-{lm['max']:.1f} ms (median {lm['median']:.1f}"
+                     + (f"; x{spread:.2f} apart: where the engine is CPU-bound, repeat probes with --repeat 3)"
+                        if s["engine_bound"] and spread >= SPEED_MOVED else ")"))  # fmt: skip
+    return "; ".join(parts)
