@@ -62,9 +62,6 @@ def main() -> int:
     step_cost = float(os.environ.get("FAKE_SPEC_STEP_COST", "2"))
     print(f"fake vLLM {kind} on {args.host}:{args.port} spec={spec}", flush=True)
     if os.environ.get("FAKE_SPIN"):  # reaped with the process group, as the real EngineCore is
-        import subprocess
-        import sys
-
         subprocess.Popen([sys.executable, "-c", "while True: pass"])
     if kind == "broken" or args.gpu_memory_utilization < 0.2:
         time.sleep(0.3)
