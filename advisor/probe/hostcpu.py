@@ -62,27 +62,27 @@ class CpuWindow:
     host_loop_ms: float | None = None
 
 
-def tree_cpu(root: int, proc: Path = Path("/proc")) -> dict[int, tuple[str, float]]:
-    """CPU seconds (user + system) so far of process ``root`` and every process below it, by pid: (name, seconds).
-    Empty where /proc is not there or ``root`` is gone."""
+def tree_cpu(root: int, proc: Path = Path("/proc")) -> dict[int, tuple[str, float, int]]:
+    """CPU seconds (user + system) so far of process ``root`` and every process below it, by pid: (name, seconds,
+    the core it last ran on). Empty where /proc is not there or ``root`` is gone."""
     try:
         tick = os.sysconf("SC_CLK_TCK")
         entries = [d for d in proc.iterdir() if d.name.isdigit()]
     except (OSError, ValueError, AttributeError):
         return {}
     kids: dict[int, list[int]] = {}
-    stats: dict[int, tuple[str, float]] = {}
+    stats: dict[int, tuple[str, float, int]] = {}
     for d in entries:
         try:
             raw = (d / "stat").read_text()
             name = raw[raw.index("(") + 1 : raw.rindex(")")]
-            rest = raw[raw.rindex(")") + 2 :].split()  # rest[0] is field 3 (state): ppid 4, utime 14, stime 15
-            ppid, seconds = int(rest[1]), (int(rest[11]) + int(rest[12])) / tick
+            rest = raw[raw.rindex(")") + 2 :].split()  # rest[0] is field 3 (state): ppid 4, utime 14, stime 15, cpu 39
+            ppid, seconds, core = int(rest[1]), (int(rest[11]) + int(rest[12])) / tick, int(rest[36])
         except (OSError, ValueError, IndexError):
             continue
-        stats[int(d.name)] = (name, seconds)
+        stats[int(d.name)] = (name, seconds, core)
         kids.setdefault(ppid, []).append(int(d.name))
-    out: dict[int, tuple[str, float]] = {}
+    out: dict[int, tuple[str, float, int]] = {}
     todo = [root]
     while todo:
         pid = todo.pop()
@@ -92,11 +92,12 @@ def tree_cpu(root: int, proc: Path = Path("/proc")) -> dict[int, tuple[str, floa
     return out
 
 
-def busiest(before: dict[int, tuple[str, float]], after: dict[int, tuple[str, float]], seconds: float) -> float | None:
-    """The largest share of one core any process present in both snapshots used over ``seconds``."""
+def busiest(before: dict[int, tuple], after: dict[int, tuple], seconds: float) -> float | None:
+    """The largest share of one core any process present in both snapshots (of :func:`tree_cpu`) used over
+    ``seconds``."""
     if seconds <= 0:
         return None
-    shares = [(after[pid][1] - sec) / seconds for pid, (_, sec) in before.items() if pid in after]
+    shares = [(after[pid][1] - b[1]) / seconds for pid, b in before.items() if pid in after]
     return round(max(shares), 3) if shares else None
 
 

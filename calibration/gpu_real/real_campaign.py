@@ -70,34 +70,6 @@ def write_responses(path: Path, load, prompts, start: int, label: str, api: str,
                                  "token_ids": r.token_ids}) + "\n")  # fmt: skip
 
 
-def tree_cpu(root: int) -> dict[int, tuple[str, float, int]]:
-    """CPU seconds (user + system) so far of ``root`` and every process below it, by pid: (name, seconds, the core it
-    last ran on). Read from /proc (Linux); empty where that is not readable."""
-    tick = os.sysconf("SC_CLK_TCK")
-    kids: dict[int, list[int]] = {}
-    stats: dict[int, list[str]] = {}
-    for d in Path("/proc").iterdir():
-        if not d.name.isdigit():
-            continue
-        try:
-            raw = (d / "stat").read_text()
-        except OSError:
-            continue
-        comm = raw[raw.index("(") + 1 : raw.rindex(")")]
-        rest = raw[raw.rindex(")") + 2 :].split()
-        stats[int(d.name)] = [comm, *rest]
-        kids.setdefault(int(rest[1]), []).append(int(d.name))
-    out: dict[int, tuple[str, float, int]] = {}
-    todo = [root]
-    while todo:
-        pid = todo.pop()
-        if pid in stats:
-            f = stats[pid]  # f[0] comm, then stat fields 3.. (state is f[1]); utime 14, stime 15, processor 39
-            out[pid] = (f[0], (int(f[12]) + int(f[13])) / tick, int(f[37]))
-        todo.extend(kids.get(pid, []))
-    return out
-
-
 def cpu_loop(n: int = 2_000_000) -> float:
     """Seconds a fixed pure-Python loop takes in this process: the single-thread speed just before a load."""
     t = time.perf_counter()
@@ -194,7 +166,7 @@ def main() -> int:
                         rec_base = record_fields(spec, cfg, cid=cid, host=host, argv=srv.argv, log_path=log_path)
                         rec_base.update(boot_s=round(srv.boot_s, 2), vllm_version=version)
                         loops = [cpu_loop() for _ in range(3)] if args.cpu_check else []
-                        cpu0 = tree_cpu(srv.process.pid) if args.cpu_check else {}
+                        cpu0 = hostcpu.tree_cpu(srv.process.pid) if args.cpu_check else {}
                         own0, t0 = os.times(), time.time()
                         before = metrics.scrape(srv.base_url)
                         with hostcpu.watch(srv.process.pid) as cpu:
@@ -202,7 +174,7 @@ def main() -> int:
                                             alive=lambda: srv.process.poll() is None)  # fmt: skip
                         after = metrics.scrape(srv.base_url)
                         if args.cpu_check:
-                            cpu1, own1, t1 = tree_cpu(srv.process.pid), os.times(), time.time()
+                            cpu1, own1, t1 = hostcpu.tree_cpu(srv.process.pid), os.times(), time.time()
                             procs = [{"pid": pid, "name": name, "cpu_s": round(sec - cpu0[pid][1], 3), "core": core}
                                      for pid, (name, sec, core) in cpu1.items() if pid in cpu0]  # fmt: skip
                             with (out / "cpu.jsonl").open("a") as cfh:
