@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from advisor.cli.app import main
-from tests.vllm_helpers.procs import pids_where, stored_configs
+from tests.vllm_helpers.procs import pids_where, sigint_default, stored_configs
 
 ROOT = Path(__file__).resolve().parents[1]
 FAKE = ROOT / "tests" / "vllm_helpers" / "fake_vllm.py"
@@ -158,7 +158,7 @@ def test_ctrl_c_keeps_finished_records_and_rerun_resumes(env: Path) -> None:
     args = probe_args(env, "vanilla,suffix:4,ngram:2")
     child_env = {**os.environ, "FAKE_TOKEN_S": "0.1", "PYTHONPATH": str(ROOT)}
     proc = subprocess.Popen([sys.executable, "-m", "advisor", *args], env=child_env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)  # fmt: skip
+                            stderr=subprocess.PIPE, text=True, preexec_fn=sigint_default)  # fmt: skip
     db = env / "data" / "probes.sqlite"
     try:
         deadline = time.monotonic() + 60

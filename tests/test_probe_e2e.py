@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.vllm_helpers.procs import pids_where, stored_configs
+from tests.vllm_helpers.procs import pids_where, sigint_default, stored_configs
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(900)]
 
@@ -80,7 +80,8 @@ def test_probe_campaign_on_real_vllm(tiny_model: Path, tmp_path: Path) -> None:
 
     # 1. Interrupt after the first record: it stays, the server being started is stopped.
     t0 = time.monotonic()
-    first = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    first = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             preexec_fn=sigint_default)
     try:
         while not _records(db) and first.poll() is None and time.monotonic() - t0 < 400:
             time.sleep(0.5)

@@ -18,6 +18,7 @@ import pytest
 from advisor.errors import ProbeError
 from advisor.probe import metrics, server
 from advisor.probe.server import BootFailure, running_server
+from tests.vllm_helpers.procs import sigint_default
 
 FAKE = Path(__file__).parent / "vllm_helpers" / "fake_vllm.py"
 ADVISOR = Path(sys.executable).parent / "advisor"
@@ -96,7 +97,8 @@ def _start_probe(tmp_path, *extra):
     return subprocess.Popen([str(ADVISOR), "--data-dir", str(tmp_path / "d"), "probe", "meta-llama/Llama-3.1-8B-Instruct",
                              "--corpus", "sharegpt", "--configs", "vanilla", "--duration", "60",
                              "--server-cmd", f"{sys.executable} {FAKE}", *extra],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)  # fmt: skip
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                            preexec_fn=sigint_default)  # fmt: skip
 
 
 def _wait_for(proc, needle, timeout=60.0) -> list[str]:

@@ -31,3 +31,12 @@ def pids_where(test: Callable[[Path], bool]) -> list[int]:
             except OSError:
                 continue
     return found
+
+
+def sigint_default() -> None:  # pragma: no cover - runs in the child between fork and exec
+    """``preexec_fn`` of a child a test will Ctrl-C: SIGINT at its default, as in a terminal. A test run started as
+    a background job (``cmd &`` in a script) inherits SIGINT ignored, and Python keeps an ignored SIGINT, so the
+    child would never see the test's Ctrl-C."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
