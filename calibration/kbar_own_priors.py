@@ -28,6 +28,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import shlex
 import sys
 from pathlib import Path
 
@@ -38,7 +39,7 @@ from advisor.predict.kbar_prior import derive_own  # noqa: E402
 HERE = Path(__file__).resolve().parent
 EVIDENCE = HERE / "kbar_own_evidence.csv"
 PRIORS = HERE / "kbar_own_priors.csv"
-FIELDS = ["source", "host", "vllm", "model", "corpus", "config", "method", "k", "concurrency", "max_tokens", "requests",
+FIELDS = ["source", "host", "vllm", "dtype", "model", "corpus", "config", "method", "k", "concurrency", "max_tokens", "requests",
           "measured_k_bar", "own_k_bar", "own_same_run_k_bar", "reference_k_bar", "ln_own", "ln_reference",
           "measured_over_reference", "own_ci_low", "own_ci_high", "growth_per_doubling"]  # fmt: skip
 LENGTH = HERE / "kbar_length.csv"
@@ -61,7 +62,8 @@ def _rows_cpu() -> list[dict]:
         for corpus, body in res["corpora"].items():
             for cfg, r in body["configs"].items():
                 rows.append(_row(str(path.relative_to(HERE.parent)), "cpu (2 cores, this project's CI machine)", "0.32.0",
-                                 res["model"], corpus, cfg, res["concurrency"], res["max_tokens"], r))  # fmt: skip
+                                 res["model"], corpus, cfg, res["concurrency"], res["max_tokens"], r,
+                                 dtype=_dtype(shlex.split(res.get("extra_args") or ""))))  # fmt: skip
     return rows
 
 
@@ -69,16 +71,28 @@ def _rows_gpu() -> list[dict]:
     rows = []
     for path in sorted(HERE.glob("gpu_real/**/replay.json")):
         res = json.loads(path.read_text())
+        first = json.loads((path.parent / "records.jsonl").read_text().splitlines()[0])
         for r in res["rows"]:
             rows.append(_row(str(path.relative_to(HERE.parent)), r.get("gpu") or "gpu", r.get("vllm_version") or "",
-                             "SmolLM2-135M-Instruct", r["corpus"], r["config"], r["concurrency"], r["max_tokens"], r))  # fmt: skip
+                             "SmolLM2-135M-Instruct", r["corpus"], r["config"], r["concurrency"], r["max_tokens"], r,
+                             dtype=_dtype(first.get("command") or [])))  # fmt: skip
     return rows
 
 
-def _row(source, host, vllm, model, corpus, cfg, conc, max_tokens, r) -> dict:
+def _dtype(argv: list[str], model_dtype: str = "bfloat16") -> str:
+    """The dtype a server ran at: its ``--dtype`` (``--dtype X`` or ``--dtype=X``), else the model's own
+    (SmolLM2's config.json says bfloat16; ``auto`` means that too)."""
+    for i, a in enumerate(argv):
+        value = a.split("=", 1)[1] if a.startswith("--dtype=") else argv[i + 1] if a == "--dtype" and i + 1 < len(argv) else None
+        if value:
+            return model_dtype if value == "auto" else {"bf16": "bfloat16", "fp32": "float32", "float": "float32"}.get(value, value)
+    return model_dtype
+
+
+def _row(source, host, vllm, model, corpus, cfg, conc, max_tokens, r, *, dtype: str) -> dict:
     m, own, ref = r["measured"]["tokens_per_step"], r["own"]["tokens_per_step"], r["reference"]["tokens_per_step"]
     method, k = cfg.split(":")[0], int(cfg.split(":")[1].split("@")[0])
-    return {"source": source, "host": host, "vllm": vllm, "model": model, "corpus": corpus, "config": cfg,
+    return {"source": source, "host": host, "vllm": vllm, "dtype": dtype, "model": model, "corpus": corpus, "config": cfg,
             "method": method, "k": k, "concurrency": conc, "max_tokens": max_tokens,
             "requests": r["measured"].get("requests"), "measured_k_bar": round(m, 4), "own_k_bar": round(own, 4),
             "own_same_run_k_bar": round(r["own_same_run"]["tokens_per_step"], 4), "reference_k_bar": round(ref, 4),

@@ -188,10 +188,18 @@ def at_prior_length(r: dict) -> float:
     return max(1.0, m * float(g) ** math.log2(PRIOR_MAX_TOKENS / int(mt)))
 
 
+SERVING_DTYPE = "bfloat16"
+"""The dtype a prior's evidence must have been generated at: what `vllm serve` runs a bf16 checkpoint at (SmolLM2's
+``torch_dtype``; every H200 campaign). The same model's greedy outputs repeat less at float32: on the same 40
+ShareGPT prompts at 256 tokens, vLLM-CPU at float32 replays to K̄ 1.40 (n-gram) / 1.91 (suffix), at bfloat16 1.52 /
+2.08, and the H200's bf16 outputs 1.68-1.72 / 2.36-2.45 (calibration/real_cpu/README.md, session 9). Rows of another
+dtype stay in the evidence file as that check, and are left out of the priors."""
+
+
 def derive_own(rows: list[dict], *, exclude_host: str | None = None) -> list[dict]:
     """kbar_own_priors.csv rows from kbar_own_evidence.csv rows (calibration/kbar_own_priors.py writes
     them; ``exclude_host``: leave that host's rows out, for the leave-one-host-out check): per corpus
-    and method, ``k_bar`` = median measured K̄, each carried to PRIOR_MAX_TOKENS output tokens
+    and method, over the rows generated at SERVING_DTYPE: ``k_bar`` = median measured K̄, each carried to PRIOR_MAX_TOKENS output tokens
     (:func:`at_prior_length`); low / high = the lowest and highest, each scaled by its own-output replay's
     bootstrap interval where known, widened by the method's largest |ln(own replay / measured)|;
     ``own_over_reference`` = median (min, max) of measured / reference."""
@@ -201,6 +209,7 @@ def derive_own(rows: list[dict], *, exclude_host: str | None = None) -> list[dic
         return None if x in (None, "") else float(x)
 
     rows = [r for r in rows if exclude_host is None or not r["host"].lower().startswith(exclude_host.lower())]
+    rows = [r for r in rows if r.get("dtype") in (None, "", SERVING_DTYPE)]  # SERVING_DTYPE: the dtype's own effect
 
     def band(r: dict) -> tuple[float, float]:
         m, own = at_prior_length(r), f(r["own_k_bar"])
