@@ -97,7 +97,9 @@ def main() -> int:
     ap.add_argument("--max-tokens", type=int, default=128)
     ap.add_argument("--concurrency", type=int, default=4)
     ap.add_argument("--max-model-len", type=int, default=2048)
-    ap.add_argument("--extra-args", default="--dtype float32 --enforce-eager")
+    ap.add_argument("--extra-args", default="--dtype bfloat16 --enforce-eager",
+                    help="server flags (default bfloat16, the serving dtype the priors stand on: kbar_prior.SERVING_DTYPE; "
+                    "sessions 5-8 ran float32, whose outputs repeat less)")  # fmt: skip
     ap.add_argument("--server-cmd", default=None, help="default: the venv's python -m vllm.entrypoints.openai.api_server")
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--replay-only", action="store_true",
