@@ -107,8 +107,9 @@ class _Sampler:
 
     def __init__(self) -> None:
         try:
+            # -I: a bare interpreter (no user site, no PYTHON* variables), so that the loop times the CPU only
             self.proc: subprocess.Popen | None = subprocess.Popen(
-                [sys.executable, "-c", _SAMPLER], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
+                [sys.executable, "-I", "-c", _SAMPLER], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
             )
         except OSError:
             self.proc = None
