@@ -54,16 +54,17 @@ def test_watch_records_the_engine_the_client_and_the_loop(spinner) -> None:
     assert w.engine_cpu_busy >= 0.3
     assert w.client_cpu_busy < 0.3
     assert 0.1 < w.host_loop_ms < 1000  # a few samples of LOOP_N additions, in ms
+    assert 0 < w.host_loop_cpu_ms <= w.host_loop_ms * 1.05  # its CPU time: at most its wall time
     with hostcpu.watch(None) as cpu:  # no server process: only the client and the loop
         pass
     assert cpu[0].engine_cpu_busy is None
 
 
 def _rec(config: str, *, gpu: str | None = "H200", busy: float | None = 0.99, client: float | None = 0.3,
-         loop: float | None = 13.5) -> ProbeRecord:  # fmt: skip
+         loop: float | None = 13.5, loop_cpu: float | None = None) -> ProbeRecord:  # fmt: skip
     return ProbeRecord(campaign_id="c", model="m", config=config, outcome="ok", corpus="sharegpt", concurrency=64,
                        gpu=gpu, started_at="2026-12-02T06:55:00+00:00", engine_cpu_busy=busy, client_cpu_busy=client,
-                       host_loop_ms=loop)  # fmt: skip
+                       host_loop_ms=loop, host_loop_cpu_ms=loop_cpu)  # fmt: skip
 
 
 def test_cpu_notes_state_the_values_and_the_fix() -> None:
@@ -79,6 +80,11 @@ def test_cpu_notes_state_the_values_and_the_fix() -> None:
     assert hostcpu.cpu_notes(_rec("suffix:32", gpu=None, loop=30.0), _rec("vanilla", gpu=None)) == []  # CPU backend
     assert hostcpu.cpu_notes(_rec("suffix:32", busy=0.5, loop=30.0), van) == []  # not host-bound: speed not the cause
     assert hostcpu.cpu_notes(_rec("vanilla", busy=None, client=None, loop=None)) == []  # older records
+    # with the loops' CPU time the note says which: a loop that waited for a core, or cores that ran slower
+    waited = hostcpu.cpu_notes(_rec("suffix:32", loop=23.9, loop_cpu=13.0), _rec("vanilla", loop_cpu=13.2))[1]
+    assert "wall time was x1.84 its CPU time, against x1.02: the cores were contended" in waited
+    slow = hostcpu.cpu_notes(_rec("suffix:32", loop=23.9, loop_cpu=23.5), _rec("vanilla", loop_cpu=13.2))[1]
+    assert "x1.02 its CPU time, against x1.02: the cores themselves ran at another speed" in slow
     client = hostcpu.cpu_notes(_rec("vanilla", busy=0.2, client=0.88))
     assert client == [client[0]] and "load client used 88% of a core" in client[0] and "lower bound" in client[0]
 

@@ -235,7 +235,7 @@ def measured_record(base: dict, load, win, cfg: ProbeConfig, vanilla_tput: float
     produces are recorded as unmeasurable, not raised."""
     if cpu is not None:
         base = {**base, "engine_cpu_busy": cpu.engine_cpu_busy, "client_cpu_busy": cpu.client_cpu_busy,
-                "host_loop_ms": cpu.host_loop_ms}  # fmt: skip
+                "host_loop_ms": cpu.host_loop_ms, "host_loop_cpu_ms": cpu.host_loop_cpu_ms}  # fmt: skip
     ok = load.requests_ok > 0 and win.generation_tokens > 0
     failure = None if ok else "no_output: " + (load.errors[0] if load.errors else "no request finished")
     # Without spec-decode counters a spec run's tokens per step is unknown, not 1.

@@ -13,7 +13,9 @@ vanilla steps of the same boot held at 3.9-4.6 ms while the loop moved x2. So ev
 - ``client_cpu_busy``: the same for this process, the load client. At ``CLIENT_BOUND`` or more the client may
   be what limits throughput, and the figure is a lower bound.
 - ``host_loop_ms``: the median time of a fixed pure-Python loop (``LOOP_N`` additions), timed every
-  ``SAMPLE_EVERY_S`` by a separate process during the load: the single-thread speed the load ran at.
+  ``SAMPLE_EVERY_S`` by a separate process during the load: the single-thread speed the load ran at;
+  ``host_loop_cpu_ms`` the CPU time of the same loops. Wall above CPU time means the loop waited for a core (the
+  host's cores busy); both up means the cores ran slower.
 
 :func:`cpu_notes` turns these into the warnings ``advisor probe`` prints; nothing here changes a measurement.
 """
@@ -38,6 +40,8 @@ vanilla ShareGPT c64, 14,600 tok/s)."""
 SPEED_MOVED = 1.25
 """Ratio of two loads' ``host_loop_ms`` beyond which their throughputs are not comparable when the engine is
 host-bound (campaign 5's boots: x1.8 between a vanilla and a suffix load of the same prompts)."""
+CONTENDED = 1.2
+"""Wall over CPU time of the fixed loop at which it waited for a core (the host's cores busy), rather than ran slow."""
 LOOP_N = 200_000
 """Additions in one timed loop (about 10 ms on the H200 VM's cores, 5 ms on a fast desktop core)."""
 SAMPLE_EVERY_S = 0.5
@@ -46,9 +50,10 @@ SAMPLE_EVERY_S = 0.5
 _SAMPLER = f"""
 import sys, time
 while True:
-    t = time.perf_counter(); s = 0
+    t, c = time.perf_counter(), time.thread_time(); s = 0
     for i in range({LOOP_N}): s += i
-    sys.stdout.write("%.4f\\n" % ((time.perf_counter() - t) * 1e3)); sys.stdout.flush()
+    sys.stdout.write("%.4f %.4f\\n" % ((time.perf_counter() - t) * 1e3, (time.thread_time() - c) * 1e3))
+    sys.stdout.flush()
     time.sleep({SAMPLE_EVERY_S})
 """
 
@@ -60,6 +65,7 @@ class CpuWindow:
     engine_cpu_busy: float | None = None
     client_cpu_busy: float | None = None
     host_loop_ms: float | None = None
+    host_loop_cpu_ms: float | None = None
 
 
 def tree_cpu(root: int, proc: Path = Path("/proc")) -> dict[int, tuple[str, float, int]]:
@@ -114,23 +120,27 @@ class _Sampler:
         except OSError:
             self.proc = None
 
-    def stop(self) -> float | None:
-        """Stop it; the median loop time in ms, or None with no sample."""
+    def stop(self) -> tuple[float | None, float | None]:
+        """Stop it; the median loop time in ms, wall and CPU (None, None with no sample)."""
         if self.proc is None:
-            return None
+            return None, None
         self.proc.terminate()
         try:
             out, _ = self.proc.communicate(timeout=5)
         except subprocess.TimeoutExpired:
             self.proc.kill()
             out, _ = self.proc.communicate()
-        times = []
+        wall, cpu = [], []
         for line in (out or "").splitlines():
             try:
-                times.append(float(line))
+                w, c = (float(x) for x in line.split())
             except ValueError:
                 continue
-        return round(statistics.median(times), 3) if times else None
+            wall.append(w)
+            cpu.append(c)
+        if not wall:
+            return None, None
+        return round(statistics.median(wall), 3), round(statistics.median(cpu), 3) or None
 
 
 @contextmanager
@@ -146,9 +156,10 @@ def watch(server_pid: int | None) -> Iterator[list[CpuWindow]]:
         seconds = time.monotonic() - t0
         srv1 = tree_cpu(server_pid) if server_pid else {}
         own1 = os.times()
-        loop_ms = sampler.stop()
+        loop_ms, loop_cpu_ms = sampler.stop()
         client = round((own1.user + own1.system - own0.user - own0.system) / seconds, 3) if seconds > 0 else None
-        result.append(CpuWindow(engine_cpu_busy=busiest(srv0, srv1, seconds), client_cpu_busy=client, host_loop_ms=loop_ms))
+        result.append(CpuWindow(engine_cpu_busy=busiest(srv0, srv1, seconds), client_cpu_busy=client, host_loop_ms=loop_ms,
+                                host_loop_cpu_ms=loop_cpu_ms))  # fmt: skip
 
 
 def cpu_notes(rec, vanilla=None) -> list[str]:
@@ -167,10 +178,16 @@ def cpu_notes(rec, vanilla=None) -> list[str]:
         ratio = rec.host_loop_ms / vanilla.host_loop_ms
         if max(ratio, 1 / ratio) >= SPEED_MOVED:
             slower = "slower" if ratio > 1 else "faster"
+            why = ""
+            if rec.host_loop_cpu_ms and vanilla.host_loop_cpu_ms:  # wall / CPU > 1: the loop waited for a core
+                waits = (rec.host_loop_ms / rec.host_loop_cpu_ms, vanilla.host_loop_ms / vanilla.host_loop_cpu_ms)
+                why = (f"; the loop's wall time was x{waits[0]:.2f} its CPU time, against x{waits[1]:.2f}: "
+                       + ("the cores were contended" if max(waits) >= CONTENDED else "the cores themselves ran at "
+                          "another speed"))  # fmt: skip
             notes.append(f"the host's single-thread speed was x{max(ratio, 1 / ratio):.2f} {slower} than during the "
-                         f"vanilla load ({rec.host_loop_ms:.1f} against {vanilla.host_loop_ms:.1f} ms per fixed loop): "
-                         "with the engine CPU-bound the gain may mix the method with the host's speed; rerun with "
-                         "--repeat 3")  # fmt: skip
+                         f"vanilla load ({rec.host_loop_ms:.1f} against {vanilla.host_loop_ms:.1f} ms per fixed loop"
+                         f"{why}): with the engine CPU-bound the gain may mix the method with the host's speed; rerun "
+                         "with --repeat 3")  # fmt: skip
     return notes
 
 

@@ -62,6 +62,8 @@ class ProbeRecord(BaseModel):
     host_loop_ms: float | None = Field(default=None, gt=0, le=1e6)
     """Median time of a fixed loop (``hostcpu.LOOP_N`` additions) timed by a separate process during the load: the
     host's single-thread speed at the time (the H200 VM's moved x1.5-2 within seconds, campaign 5)."""
+    host_loop_cpu_ms: float | None = Field(default=None, gt=0, le=1e6)
+    """The CPU time of the same loops: ``host_loop_ms`` above it means the loop waited for a core."""
     command: list[str] = Field(default_factory=list)
     """The exact argv of the server."""
     vllm_version: str | None = None
