@@ -71,12 +71,18 @@ def test_misbehaving_server_is_recorded_and_the_campaign_goes_on(env, capsys, mo
 
 
 def test_measured_window_is_the_load_not_the_scrapes(env, capsys, monkeypatch):
-    """A /metrics that takes seconds to answer does not enter the throughput's denominator."""
+    """A /metrics that takes seconds to answer does not enter the throughput's denominator: the measured
+    window lies between the end of the scrape before the load and the start of the one after it (a
+    bound that holds on a loaded CI machine too, where the load itself may take seconds)."""
     real = metrics.scrape
+    calls: list[tuple[float, float]] = []  # (called, returned), monotonic
 
     def slow(base_url, *a, **k):
+        called = time.monotonic()
         time.sleep(1.5)
-        return real(base_url, *a, **k)
+        snap = real(base_url, *a, **k)
+        calls.append((called, time.monotonic()))
+        return snap
 
     monkeypatch.setattr(metrics, "scrape", slow)
     monkeypatch.delenv("FAKE_MISBEHAVE_ONLY")
@@ -87,7 +93,9 @@ def test_measured_window_is_the_load_not_the_scrapes(env, capsys, monkeypatch):
     assert rc == 0, err
     rec = json.loads(out)["records"][0]
     assert rec["outcome"] == "ok"
-    assert rec["duration_s"] < 1.5, rec["duration_s"]  # 4 short requests, not the scrape's 1.5 s
+    assert len(calls) == 2, calls  # one scrape before the load, one after
+    gap = calls[1][0] - calls[0][1]  # from the first scrape's answer to the second one's call
+    assert 0 < rec["duration_s"] <= gap + 0.01, (rec["duration_s"], gap)  # scrape to scrape would be >= gap + 1.5
     assert rec["throughput_tok_s"] == pytest.approx(rec["output_tokens"] / rec["duration_s"], rel=0.01)
 
 
