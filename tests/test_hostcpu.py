@@ -60,6 +60,17 @@ def test_watch_records_the_engine_the_client_and_the_loop(spinner) -> None:
     assert cpu[0].engine_cpu_busy is None
 
 
+@pytest.mark.skipif(not hasattr(os, "sched_getaffinity") or len(os.sched_getaffinity(0)) < 2, reason="one core")
+def test_the_loop_runs_on_each_allowed_core_in_turn() -> None:
+    """The host's speed, not one core's (campaign 6: the step followed the loop timed on every core in turn)."""
+    allowed = sorted(os.sched_getaffinity(0))
+    sampler = hostcpu._Sampler()
+    time.sleep(0.5 * 2 + 0.3)  # three samples at SAMPLE_EVERY_S
+    wall, cpu = sampler.stop()
+    assert wall and cpu
+    assert len(sampler.cores) >= 2 and sampler.cores <= set(allowed), (sampler.cores, allowed)
+
+
 def _rec(config: str, *, gpu: str | None = "H200", busy: float | None = 0.99, client: float | None = 0.3,
          loop: float | None = 13.5, loop_cpu: float | None = None) -> ProbeRecord:  # fmt: skip
     return ProbeRecord(campaign_id="c", model="m", config=config, outcome="ok", corpus="sharegpt", concurrency=64,

@@ -1,19 +1,20 @@
 """What the host's CPU did during one probe load: how busy the server's engine and the load client were, and how
 fast one core ran.
 
-The fifth H200 campaign (calibration/gpu_real/README.md) found SmolLM2-135M's vLLM engine process busy 94-100 % of
-one core in every load, vanilla and suffix alike, with the GPU 10-60 % used and its clock fixed at 1,980 MHz: on
-that host a step is bound by one CPU core, not by the GPU. The same VM's single-thread speed moved x2 between
-checks seconds apart (a fixed loop took 12-58 ms). Whether that is what moves a suffix step x1.5-2 between boots is
-not settled: the suffix loads that measured x0.55 ran while the loop was slow (23.9 against 13.5 ms), but the
-vanilla steps of the same boot held at 3.9-4.6 ms while the loop moved x2. So every load records, to settle it on any host:
+The fifth and sixth H200 campaigns (calibration/gpu_real/README.md) found SmolLM2-135M's vLLM engine process busy
+94-100 % of one core in all 88 loads, vanilla and suffix alike, with the GPU 8-60 % used and its clock fixed at
+1,980 MHz: on that host a step is bound by one CPU core, not by the GPU. The VM's single-thread speed drifted x1.7
+over 25 minutes (a fixed loop's median 12.9-21.4 ms per boot); the vanilla step followed it (correlation 0.80 with
+the loop timed on every core in turn, 0.64 with the probe's own loop then, unpinned; pinning the server to 8 cores
+changed nothing), the suffix step less (0.54: it has noise of its own). So every load records, on any host:
 
 - ``engine_cpu_busy``: CPU seconds of the server's busiest process (the EngineCore, where one exists) over the
   load's seconds, read from /proc (Linux; None elsewhere). At ``ENGINE_BOUND`` or more the steps are host-bound.
 - ``client_cpu_busy``: the same for this process, the load client. At ``CLIENT_BOUND`` or more the client may
   be what limits throughput, and the figure is a lower bound.
-- ``host_loop_ms``: the median time of a fixed pure-Python loop (``LOOP_N`` additions), timed every
-  ``SAMPLE_EVERY_S`` by a separate process during the load: the single-thread speed the load ran at;
+- ``host_loop_ms``: the median time of a fixed pure-Python loop (``LOOP_N`` additions in a function), timed every
+  ``SAMPLE_EVERY_S`` by a separate process on each allowed core in turn (``calibration/gpu_real/cpu_timeline.py``'s
+  loop, the one the step followed): the single-thread speed the load ran at;
   ``host_loop_cpu_ms`` the CPU time of the same loops. Wall above CPU time means the loop waited for a core (the
   host's cores busy); both up means the cores ran slower.
 
@@ -42,17 +43,27 @@ SPEED_MOVED = 1.25
 host-bound (campaign 5's boots: x1.8 between a vanilla and a suffix load of the same prompts)."""
 CONTENDED = 1.2
 """Wall over CPU time of the fixed loop at which it waited for a core (the host's cores busy), rather than ran slow."""
-LOOP_N = 200_000
-"""Additions in one timed loop (about 10 ms on the H200 VM's cores, 5 ms on a fast desktop core)."""
+LOOP_N = 400_000
+"""Additions in one timed loop: ``cpu_timeline.py``'s (about 16 ms on the H200 VM's cores)."""
 SAMPLE_EVERY_S = 0.5
-"""Seconds between two timed loops: about 2 % of one core."""
+"""Seconds between two timed loops: about 3 % of one core."""
 
+# On each allowed core in turn (the host's speed, not one core's: campaign 6's unpinned loop tracked the step less), in a function (fast locals: a module-level loop times dictionary stores as well).
 _SAMPLER = f"""
-import sys, time
-while True:
+import os, sys, time
+def work(n):
     t, c = time.perf_counter(), time.thread_time(); s = 0
-    for i in range({LOOP_N}): s += i
-    sys.stdout.write("%.4f %.4f\\n" % ((time.perf_counter() - t) * 1e3, (time.thread_time() - c) * 1e3))
+    for i in range(n): s += i
+    return (time.perf_counter() - t) * 1e3, (time.thread_time() - c) * 1e3
+cores = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+k = 0
+while True:
+    if cores:
+        try: os.sched_setaffinity(0, {{cores[k % len(cores)]}})
+        except OSError: cores = []
+    core = cores[k % len(cores)] if cores else -1
+    k += 1
+    sys.stdout.write("%.4f %.4f %d\\n" % (*work({LOOP_N}), core))
     sys.stdout.flush()
     time.sleep({SAMPLE_EVERY_S})
 """
@@ -114,11 +125,12 @@ class _Sampler:
     def __init__(self) -> None:
         try:
             # -I: a bare interpreter (no user site, no PYTHON* variables), so that the loop times the CPU only
+            self.cores: set[int] = set()  # the cores the loop ran on (after stop; none where affinity is not settable)
             self.proc: subprocess.Popen | None = subprocess.Popen(
                 [sys.executable, "-I", "-c", _SAMPLER], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
             )
         except OSError:
-            self.proc = None
+            self.proc, self.cores = None, set()
 
     def stop(self) -> tuple[float | None, float | None]:
         """Stop it; the median loop time in ms, wall and CPU (None, None with no sample)."""
@@ -133,9 +145,12 @@ class _Sampler:
         wall, cpu = [], []
         for line in (out or "").splitlines():
             try:
-                w, c = (float(x) for x in line.split())
+                w, c, core = line.split()
+                w, c = float(w), float(c)
             except ValueError:
                 continue
+            if int(core) >= 0:
+                self.cores.add(int(core))
             wall.append(w)
             cpu.append(c)
         if not wall:
