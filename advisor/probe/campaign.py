@@ -276,11 +276,9 @@ def _measured_record(base, ok, failure, load, win, tps, cfg, vanilla_tput) -> Pr
     )
 
 
-def _vanilla_throughput(records: list[ProbeRecord]) -> float | None:
-    for rec in records:
-        if rec.config == "vanilla" and rec.outcome == "ok" and rec.throughput_tok_s:
-            return rec.throughput_tok_s
-    return None
+def _measured_vanilla(rec: ProbeRecord) -> bool:
+    """Whether ``rec`` is a vanilla run a speculative one can be compared with."""
+    return rec.config == "vanilla" and rec.outcome == "ok" and bool(rec.throughput_tok_s)
 
 
 def run_campaign(
@@ -372,8 +370,7 @@ def _run_locked(spec, store, corpus, host, cid, log_dir, *, say, show_progress, 
     else:
         say(f"campaign {cid}: {len(spec.configs)} configuration(s){passes}, corpus {corpus.name} ({len(corpus.prompts)} prompts)")
     # each speculative run is compared with the latest vanilla before it (its own pass's)
-    vanilla_tput = _vanilla_throughput(list(reversed(stored)))
-    vanilla_rec = next((r for r in reversed(stored) if r.config == "vanilla" and r.outcome == "ok"), None)
+    vanilla = next((r for r in reversed(stored) if _measured_vanilla(r)), None)
     keep = spec.save_responses is not None
     if keep:
         from advisor.atomic import check_target
@@ -386,18 +383,18 @@ def _run_locked(spec, store, corpus, host, cid, log_dir, *, say, show_progress, 
         t0 = time.monotonic()
         outputs: dict | None = {} if keep else None
         record = probe_one(
-            spec, cfg, corpus, cid=cid, host=host, log_dir=log_dir, vanilla_tput=vanilla_tput,
+            spec, cfg, corpus, cid=cid, host=host, log_dir=log_dir, vanilla_tput=vanilla.throughput_tok_s if vanilla else None,
             show_progress=show_progress, responses=outputs,
         )  # fmt: skip
         if outputs and record.outcome == "ok":
             save_responses(Path(spec.save_responses), cid, cfg.label, spec, corpus, outputs["outputs"], outputs["api"])
         store.insert(record)
         result.probed.append(record)
-        if cfg.label == "vanilla" and record.outcome == "ok":
-            vanilla_tput, vanilla_rec = record.throughput_tok_s, record
-        say(f"[{i}/{len(steps)}] {summary_line(record, vanilla_tput)} ({time.monotonic() - t0:.0f}s)")
+        if _measured_vanilla(record):
+            vanilla = record
+        say(f"[{i}/{len(steps)}] {summary_line(record, vanilla.throughput_tok_s if vanilla else None)} ({time.monotonic() - t0:.0f}s)")
         if record.outcome == "ok":
-            for note in hostcpu.cpu_notes(record, vanilla_rec):
+            for note in hostcpu.cpu_notes(record, vanilla):
                 say(f"    note: {note}")
         if on_record is not None:
             on_record(record)
