@@ -106,6 +106,9 @@ def test_modes_on_the_shipped_h200_campaign():
     # suffix cost fitted without ShareGPT went from 50 to 90 us), as the median boot measured
     assert pri["chosen_within_2pct_share"] == round(20 / 22, 4)
     assert misses("priors") == misses("seed_priors")
+    # each miss says its margin and passes: one pass each, x1.05-1.07, inside two standard errors of one pass
+    assert {(m["corpus"], m["concurrency"]) for m in out["misses"]} == misses("priors")
+    assert all(m["passes"] == 1 and 0 < m["margin_ln"] < 0.1 and m["within_noise"] for m in out["misses"])
     # issue #22 (b) with K̄ from the model's own outputs (recommend --corpus FILE): median |ln gain error| <= 0.15
     assert own["median_abs_log_gain_error"] <= real_probes.GOAL_MEDIAN_ABS_LOG
     # ... which is about the measurement's own pass-to-pass noise (one pass against the median of its setting)
@@ -247,3 +250,21 @@ def test_recommend_text_with_a_file_of_own_outputs():
     assert rec["workload"]["k_bar_own_outputs"] and rec["workload"]["k_bar_ngram"]
     ngram = next(c for c in rec["candidates"] if c["speculative_method"] == "ngram")
     assert any("n-gram tokens/step" in n and "from measured" in n for n in ngram["prediction"]["figure_notes"])
+
+
+def test_a_miss_is_within_the_noise_only_when_its_margin_is_under_the_passes_standard_error():
+    from advisor.predict.real_probes import MISS_NOISE_Z, misses
+
+    def row(measured: float, passes: int) -> dict:
+        return {"campaign": "c", "corpus": "sharegpt", "concurrency": 64, "modes": {"priors": {"chosen": "vanilla", "within_2pct": False}},
+                "options": {"vanilla": {"measured": 1.0, "passes": passes}, "suffix:32": {"measured": measured, "passes": passes}}}  # fmt: skip
+
+    noise = {"passes": 40, "median_abs_log_from_setting_median": 0.1}  # sigma 0.148
+    few, many = misses([row(1.2, 1)], "priors", noise)[0], misses([row(1.2, 16)], "priors", noise)[0]
+    assert few["margin_ln"] == pytest.approx(0.1823, abs=1e-4) and few["best"] == "suffix:32"
+    assert few["noise_bound_ln"] == pytest.approx(MISS_NOISE_Z * 0.14826, abs=1e-4) and few["within_noise"]
+    assert many["noise_bound_ln"] == pytest.approx(MISS_NOISE_Z * 0.14826 / 4, abs=1e-4) and not many["within_noise"]
+    assert misses([row(1.2, 1)], "priors", {"passes": 0})[0]["within_noise"] is False  # no noise measured: not excused
+    hit = row(1.2, 1)
+    hit["modes"]["priors"]["within_2pct"] = True
+    assert misses([hit], "priors", noise) == []

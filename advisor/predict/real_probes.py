@@ -147,7 +147,7 @@ def evaluate(records: list, calibration_dir: Path, profile_of, own_kbar: dict | 
                 spread += [abs(math.log(g / mid)) for g in measured]
             s = next(r for r in specs if r.config == config)
             method, k = config.split(":", 1)[0], int(config.split(":", 1)[1] or 0)
-            options[config] = {"measured": round(statistics.median(measured), 4)}
+            options[config] = {"measured": round(statistics.median(measured), 4), "passes": len(measured)}
             row_k = {"measured": round(statistics.median(kbars[config]), 3), "passes": len(measured)}
             for mode in MODES:
                 w = work
@@ -187,8 +187,9 @@ def evaluate(records: list, calibration_dir: Path, profile_of, own_kbar: dict | 
             body.update({"chosen": chosen, "chosen_frac": round(options[chosen]["measured"] / best, 4),
                          "within_2pct": options[chosen]["measured"] >= (1 - GOAL_WITHIN) * best})  # fmt: skip
         main = per_mode["priors"]
+        options["vanilla"]["passes"] = len(vans)
         rows.append({"campaign": cid, "host_profile": held or _matched(gpu.name, cpu, van.vllm_version), "model": van.model, "corpus": corpus, "concurrency": van.concurrency, "in_flight": in_flight, "gpu": van.gpu,
-                     "options": {o: {"predicted": main["options"][o]["predicted"], "measured": v["measured"]} for o, v in options.items()},
+                     "options": {o: {"predicted": main["options"][o]["predicted"], **v} for o, v in options.items()},
                      "k_bar": kbar_rows, "chosen": main["chosen"], "chosen_frac": main["chosen_frac"],
                      "within_2pct": main["within_2pct"], "modes": per_mode})  # fmt: skip
     if not rows:
@@ -207,7 +208,7 @@ def evaluate(records: list, calibration_dir: Path, profile_of, own_kbar: dict | 
             "median_abs_log_gain_error": top["median_abs_log_gain_error"],
             "median_abs_log_gain_error_by_method": top["median_abs_log_gain_error_by_method"],
             "modes": modes, "own_priors_leave_one_host_out": own_priors_leave_one_host_out(evidence),
-            "pass_to_pass": pass_to_pass(spread),
+            "pass_to_pass": pass_to_pass(spread), "misses": misses(rows, "priors", pass_to_pass(spread)),
             "method_note": "medians over passes of each setting's gain, each pass against its own vanilla; the top-level "
                            "figures are mode 'priors' (shipped priors, own-output ones leave-one-host-out); modes: "
                            "seed_priors (seed-implied priors only), priors, own_output_replay (K̄ replayed on the vanilla "
@@ -225,6 +226,35 @@ def not_scored(records: list) -> dict:
     cpu = [r for r in records if r.outcome == "ok" and r.throughput_tok_s and not r.gpu and r.weights == "real"]
     return {"cpu_runs": len(cpu), "why": "no step model of a CPU host (the product recommends for GPU hosts); "
                                          "their K̄ enters the own-output priors (calibration/kbar_own_evidence.csv)"}
+
+
+MISS_NOISE_Z = 2.0
+"""A missed choice is within the measurement's noise when its margin is under this many standard errors of a
+setting's median gain (one pass's sigma over the square root of the passes that measured the two options)."""
+
+
+def misses(rows: list[dict], mode: str, noise: dict) -> list[dict]:
+    """The settings whose chosen option (in ``mode``) is not within GOAL_WITHIN of the best measured, each with its
+    margin (ln of best over chosen, measured), the passes behind it (the fewer of the two options') and whether the
+    margin is within the noise: under MISS_NOISE_Z x sigma / sqrt(passes), sigma = 1.4826 x ``noise``'s median
+    |ln| (one pass against its setting's median: ``pass_to_pass``; a normal's median absolute deviation). Reported
+    beside "within 2 % in every setting", not instead of it."""
+    sigma = 1.4826 * noise["median_abs_log_from_setting_median"] if noise.get("passes") else None
+    out = []
+    for r in rows:
+        body = r["modes"][mode]
+        if body.get("within_2pct") is not False:
+            continue
+        best = max(r["options"], key=lambda o: r["options"][o]["measured"])
+        chosen, opts = body["chosen"], r["options"]
+        margin = math.log(opts[best]["measured"] / opts[chosen]["measured"])
+        passes = min(opts[best]["passes"], opts[chosen]["passes"])
+        bound = MISS_NOISE_Z * sigma / math.sqrt(passes) if sigma else None
+        out.append({"campaign": r["campaign"], "corpus": r["corpus"], "concurrency": r["concurrency"], "chosen": chosen,
+                    "best": best, "margin_ln": round(margin, 4), "passes": passes,
+                    "noise_bound_ln": round(bound, 4) if bound else None,
+                    "within_noise": bound is not None and margin < bound})  # fmt: skip
+    return out
 
 
 def pass_to_pass(spread: list[float]) -> dict:
