@@ -214,11 +214,13 @@ def test_real_probe_evaluation_scores_the_chosen_option(tmp_path):
     out = real_probes.evaluate(calibration_records(tmp_path / "calibration"), tmp_path / "calibration", default_profile_of())
     assert out["available"] and out["campaigns"] == 1
     (row,) = out["rows"]
-    assert row["options"]["vanilla"] == {"predicted": 1.0, "measured": 1.0}
+    assert row["options"]["vanilla"] == {"predicted": 1.0, "measured": 1.0, "passes": 1}
     assert row["options"]["ngram:4"]["measured"] == 1.1 and row["options"]["suffix:32"]["measured"] == 0.9
     best = max(o["measured"] for o in row["options"].values())
     assert row["chosen_frac"] == pytest.approx(row["options"][row["chosen"]]["measured"] / best, rel=1e-3)
     assert row["within_2pct"] == (row["chosen"] == "ngram:4")
+    # a miss names its margin over the passes behind it; one setting measured once: no pass-to-pass noise to excuse it
+    assert [(m["best"], m["passes"], m["within_noise"]) for m in out["misses"]] == ([] if row["within_2pct"] else [("ngram:4", 1, False)])
     assert not real_probes.evaluate(calibration_records(tmp_path / "nothing"), tmp_path / "nothing", default_profile_of())["available"]
 
 

@@ -56,6 +56,9 @@ class Prediction(BaseModel):
     """Tokens emitted per verification step used (measured or prior)."""
     k_bar_source: str
     """``measured (…)`` or which prior row."""
+    k_bar_sigma: float = Field(default=0.0, ge=0)
+    """σ of ln K̄ its source carries in the interval (0: measured or a seed prior); a method priced as a share of
+    this K̄ (n-gram without its own) inherits it."""
     r: float
     """Step-cost ratio: verification step / plain decode step, from the physics model."""
     host_state: HostState | None

@@ -321,8 +321,7 @@ def _one(p, gpu, lay, method, k, cap, base, concurrency, query, suffix_gain, pla
             cand.measured_gain = measured.gain if measured else None
             notes.append("suffix gain: K > R predictor FITTED on the seed sweep (+ this host's probes), speculative-step cost from the host profile (calibration/host_profiles.csv)")
         else:
-            gain, cand.r, notes2 = ngram_gain(p, gpu, lay, n, context, k, sp.k_bar, ngram=_ngram_kbar(workload, p, sp),
-                                              build=_same_host(sp))
+            gain, cand.r, notes2 = _ngram_gain(p, gpu, lay, n, context, k, sp, workload)
             cand.k_bar = gain.value * cand.r
             notes += notes2
     elif method == "mtp":
@@ -370,6 +369,13 @@ def _ngram_kbar(workload, p: ModelProfile, sp):
     return ngram_kbar_for(workload, p.family, own_prior_ok=is_own_source(source), suffix_source=source)
 
 
+def _ngram_gain(p, gpu, lay, n: int, context: float, k: int, sp, workload):
+    """n-gram's gain at ``n`` running sequences: from the suffix prediction ``sp`` at the same layout (its K̄ and
+    that K̄'s band where n-gram has no K̄ of its own, its host profile) and the workload's own n-gram K̄."""
+    return ngram_gain(p, gpu, lay, n, context, k, sp.k_bar, ngram=_ngram_kbar(workload, p, sp), build=_same_host(sp),
+                      suffix_kbar_sigma=getattr(sp, "k_bar_sigma", 0.0))
+
+
 def _spec_gain(p, gpu, lay, method, k, n, context, suffix_gain, gains, k_ngram_ref,
                workload=None) -> tuple[Band | None, float | None, list[str]]:  # fmt: skip
     """(gain band, P(win) for suffix, notes) of ``method`` at ``n`` running sequences per replica (the
@@ -387,8 +393,7 @@ def _spec_gain(p, gpu, lay, method, k, n, context, suffix_gain, gains, k_ngram_r
         return Band(value=sp.gain, low=sp.gain_low, high=sp.gain_high), sp.p_win, [
             "suffix gain: K > R predictor FITTED on the seed sweep (+ this host's probes), speculative-step cost from "
             "the host profile (calibration/host_profiles.csv)"]  # fmt: skip
-    band, _, notes = ngram_gain(p, gpu, lay, n, context, k, sp.k_bar, ngram=_ngram_kbar(workload, p, sp),
-                                build=_same_host(sp))
+    band, _, notes = _ngram_gain(p, gpu, lay, n, context, k, sp, workload)
     return band, None, notes
 
 
@@ -464,8 +469,7 @@ def _operating_point(cand: Candidate, p, gpu, lay, method, k, kv_tokens, concurr
         if method == "mtp":
             _, cand.r, _ = mtp_gain(p, gpu, lay, n_run, context, k)
         elif (sp := gains.get((lay.tp, n_run, k_ngram_ref))) is not None:
-            _, cand.r, _ = ngram_gain(p, gpu, lay, n_run, context, k, sp.k_bar, ngram=_ngram_kbar(workload, p, sp),
-                                      build=_same_host(sp))
+            _, cand.r, _ = _ngram_gain(p, gpu, lay, n_run, context, k, sp, workload)
         if cand.r:
             cand.k_bar = cand.figures.gain.value * cand.r
     if method != "none":

@@ -184,7 +184,8 @@ def mtp_gain(p: ModelProfile, gpu: GpuSpec, lay: ReplicaLayout, seqs: int, conte
 
 
 def ngram_gain(p: ModelProfile, gpu: GpuSpec, lay: ReplicaLayout, seqs: int, context: float, k: int, suffix_kbar: float,
-               *, build: str | None = None, ngram: KbarChoice | None = None) -> tuple[Band, float, list[str]]:  # fmt: skip
+               *, build: str | None = None, ngram: KbarChoice | None = None,
+               suffix_kbar_sigma: float = 0.0) -> tuple[Band, float, list[str]]:  # fmt: skip
     """Throughput gain of n-gram prompt lookup with ``k`` drafts, verified in a step that pays n-gram's own
     speculative-step cost from the host profile (``build``; None: the profile matching ``gpu``, or the
     geometric mean of R over the known profiles when none does).
@@ -195,7 +196,9 @@ def ngram_gain(p: ModelProfile, gpu: GpuSpec, lay: ReplicaLayout, seqs: int, con
     exactly K tokens when it matches, so a step verifies 1 + (K̄ - 1) / NGRAM_ACCEPTANCE tokens per
     sequence (MEASURED acceptance, kbar_prior.NGRAM_ACCEPTANCE), at most 1 + K. With the ASSUMED share
     the step keeps the 1.5 x drafted it was assumed with (sized from K alone it flips seed-host
-    decisions by < 1 % of predicted throughput with no n-gram measurement on that host)."""
+    decisions by < 1 % of predicted throughput with no n-gram measurement on that host), and its band spans the
+    share of suffix's K̄ band (``suffix_kbar_sigma``, σ of ln K̄: e.g. an unseen corpus's spread), so an n-gram
+    interval is never surer of K̄ than the suffix one it is derived from."""
     from advisor.predict import host_profile as hp
     from advisor.predict import kbar_prior as kp
 
@@ -205,9 +208,12 @@ def ngram_gain(p: ModelProfile, gpu: GpuSpec, lay: ReplicaLayout, seqs: int, con
         if ngram.k != k:
             head += f" (at K={ngram.k}, carried to K={k}: ASSUMED constant per-token acceptance)"
     else:
-        extra = max(0.0, min(suffix_kbar, 1 + k) - 1)
-        lo, mid, hi = (1 + s * extra for s in NGRAM_SHARE)
+        span = math.exp(INTERVAL_Z * suffix_kbar_sigma)
+        lo, mid, hi = (1 + s * max(0.0, min(kb, 1 + k) - 1)
+                       for s, kb in zip(NGRAM_SHARE, (suffix_kbar / span, suffix_kbar, suffix_kbar * span)))
         head = f"n-gram tokens/step {mid:.2f} [{lo:.2f}, {hi:.2f}] = {NGRAM_SHARE[1]:.2f} of suffix's extra tokens (ASSUMED)"
+        if suffix_kbar_sigma:
+            head += f", over suffix's K̄ band (sigma(ln K̄) {suffix_kbar_sigma:.2f})"
     if ngram is not None:  # sized from K: n-gram drafts exactly K tokens when it matches
         verified = min(float(k), (mid - 1) / kp.NGRAM_ACCEPTANCE)
         share = min(1.0, verified / k)

@@ -212,6 +212,7 @@ def predict(
         p_win=round(_phi(mu / sigma), 4),
         k_bar=round(row.k_bar, 4),
         k_bar_source=source,
+        k_bar_sigma=round(row.k_bar_sigma, 4),
         r=round(r_eff, 4),
         host_state=host_state,
         draft_tokens=round(row.r.draft_tokens, 3),

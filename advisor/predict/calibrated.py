@@ -79,6 +79,8 @@ class RowPrediction(BaseModel):
     sigma: float
     k_bar: float
     k_bar_source: str
+    k_bar_sigma: float = 0.0
+    """σ of ln K̄ its prior's band carries (kbar_choice)."""
     r: RBreakdown
     context: float
     offset: float
@@ -201,7 +203,8 @@ class CalibratedModel(BaseModel):
         delta = sum(terms.values())
         # Off its host class the residual and model spread still apply (the fit's evidence of what K̄/R misses).
         sigma = math.hypot(self.sigma_residual, 0.0 if (seen and applied) else self.sigma_model, kbar_sigma)
-        return RowPrediction(mu=offset + delta, sigma=max(sigma, MIN_SIGMA), k_bar=k_bar, k_bar_source=source, r=r,
+        return RowPrediction(mu=offset + delta, sigma=max(sigma, MIN_SIGMA), k_bar=k_bar, k_bar_source=source,
+                             k_bar_sigma=kbar_sigma, r=r,
                              context=context, offset=offset, delta=delta, terms=terms, model_seen=seen,
                              fitted_applied=applied)  # fmt: skip
 

@@ -80,7 +80,8 @@ def _at(row: PublishedRow, c: int, profile, fitted=None) -> tuple[float, float, 
     ngram = kp.ngram_kbar_for(work, profile.family, own_prior_ok=kp.is_own_source(suffix.k_bar_source),
                               suffix_source=suffix.k_bar_source, published=published)  # fmt: skip
     ctx = kp.shape_for(row.corpus).context(profile.family)
-    band, _, notes = ngram_gain(profile, gpu, ReplicaLayout(tp=row.tp), c, ctx, row.k, suffix.k_bar, ngram=ngram)
+    band, _, notes = ngram_gain(profile, gpu, ReplicaLayout(tp=row.tp), c, ctx, row.k, suffix.k_bar, ngram=ngram,
+                                suffix_kbar_sigma=suffix.k_bar_sigma)
     kbars["ngram_k_bar_source"] = notes[0]
     if row.method == "ngram":
         return band.value, band.low, band.high, kbars

@@ -172,7 +172,8 @@ def evaluate(records: list, calibration_dir: Path, profile_of, own_kbar: dict | 
                           kp.ngram_kbar_for(w, p.family, loho if mode == "priors" else None,
                                             own_prior_ok=kp.is_own_source(sp.k_bar_source)))  # fmt: skip
                     pred = ngram_gain(p, gpu, ReplicaLayout(tp=s.tensor_parallel_size), in_flight, ctx, k, sp.k_bar,
-                                      ngram=ng, build=held or _matched(gpu.name, cpu, s.vllm_version))[0].value  # fmt: skip
+                                      ngram=ng, build=held or _matched(gpu.name, cpu, s.vllm_version),
+                                      suffix_kbar_sigma=sp.k_bar_sigma)[0].value  # fmt: skip
                     kb = ng.k_bar if ng is not None else None
                     ksrc = ng.source if ng is not None else f"a share of suffix's K̄ {sp.k_bar:.2f} (ASSUMED)"
                 per_mode[mode]["options"][config] = {"predicted": round(pred, 4)}
