@@ -48,7 +48,8 @@ LOOP_N = 400_000
 SAMPLE_EVERY_S = 0.5
 """Seconds between two timed loops: about 3 % of one core."""
 
-# On each allowed core in turn (the host's speed, not one core's: campaign 6's unpinned loop tracked the step less), in a function (fast locals: a module-level loop times dictionary stores as well).
+# On each allowed core in turn (the host's speed, not one core's: campaign 6's unpinned loop tracked the step less),
+# in a function (fast locals: a module-level loop times dictionary stores as well).
 _SAMPLER = f"""
 import os, sys, time
 def work(n):
