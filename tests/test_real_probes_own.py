@@ -213,6 +213,10 @@ def test_recommend_says_where_kbar_came_from():
     assert _kbar_label(Workload(corpus="humaneval"), "prior humaneval/instruct (seed)") == \
            "K̄ prior (corpus humaneval: implied by the seed sweep)"  # fmt: skip
     assert _kbar_label(Workload(corpus="sharegpt"), OWN_SOURCE + " prior sharegpt") == f"K̄ prior (corpus sharegpt: {OWN_SOURCE})"
+    # n-gram's own K̄ note: where its K̄ came from, without the band's sources
+    ng = ("n-gram tokens/step 1.61 [1.34, 2.12] from " + OWN_SOURCE + " prior sharegpt/ngram:4: 1.61 [1.34, 2.12] over 21 "
+          "settings (calibration/kbar_own_priors.csv)")
+    assert _kbar_label(Workload(corpus="sharegpt"), ng) == f"K̄ prior (corpus sharegpt: {OWN_SOURCE})"
 
 
 def test_without_arctic_the_suffix_replays_come_from_the_committed_files(monkeypatch):

@@ -161,3 +161,19 @@ def test_unfitted_concurrency_and_tp_trends_are_labelled_in_plain_text(run_cli):
     code, out, _ = run_cli("recommend", LLAMA_8B, "--gpu", "B200", "--gpus", "8", "--tp", "8")
     assert code == 0 and "prediction: concurrency" not in out and "prediction: TP" not in out
     assert "prediction: left to calibration" in out  # the fitted part is labelled too
+
+
+def test_the_decomposition_names_the_launched_methods_own_kbar_source(run_cli):
+    """An MTP (or n-gram) launch at TP > 1 prints its K̄'s source in the decomposition line, not the first note its
+    figures carry (the TP step-sync note, which said "K̄ prior (corpus unknown: TP step sync 0.3 ms)")."""
+    import json
+
+    code, out, err = run_cli("recommend", "deepseek-ai/DeepSeek-V3", "--gpu", "H200", "--gpus", "8")
+    assert code == 0, err
+    line = next(x for x in out.splitlines() if x.strip().startswith("gain = K̄ / R x fitted"))
+    assert "MTP acceptance" in line and "TP step sync" not in line, line
+    code, out, err = run_cli("recommend", "deepseek-ai/DeepSeek-V3", "--gpu", "H200", "--gpus", "8", "--json")
+    assert code == 0, err
+    pred = json.loads(out)["prediction"]
+    assert pred["method"] == "mtp" and pred["decomposition"]["sources"]["k_bar"].startswith("MTP acceptance")
+    assert pred["k_bar_source"] == pred["decomposition"]["sources"]["k_bar"]
