@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -85,7 +86,7 @@ def _kbar_label(workload, source: str) -> str:
     if workload.k_bar:
         return f"K̄ replayed on the recorded responses in {Path(workload.corpus or '').name} (not the model's own outputs)"
     if source.startswith("n-gram tokens/step") and " from " in source:  # n-gram's own K̄: where it came from
-        source = source.split(" from ", 1)[1].split(" (", 1)[0]
+        source = re.split(r" \((?:https?:|calibration/)", source.split(" from ", 1)[1], maxsplit=1)[0]
     what = OWN_SOURCE if source.startswith(OWN_SOURCE) else "implied by the seed sweep" if source.startswith("prior") else source.split(";")[0]
     corpus = "unknown" if not workload.corpus else Path(workload.corpus).name if workload.corpus_is_file else workload.corpus
     return f"K̄ prior (corpus {corpus}: {what})"
