@@ -356,7 +356,6 @@ def calibrate_cmd(
         res["gpu_memory"] = _gpu_memory(profile_of)
         from advisor.paths import data_path
         from advisor.predict import host_infer, published, real_probes
-        from advisor.predict.real_probes import MISS_NOISE_Z
 
         res["published"] = published.evaluate(data_path("calibration"), profile_of)
         committed = calibration_records(data_path("calibration"))
@@ -417,7 +416,7 @@ def calibrate_cmd(
             for miss in rp.get("misses") or []:
                 print(f"  missed: {miss['corpus']} at {miss['concurrency']}: chose {miss['chosen']}, {miss['best']} measured "
                       f"x{math.exp(miss['margin_ln']):.2f} better over {miss['passes']} pass(es)"
-                      + (f" (within the noise: {MISS_NOISE_Z:g} standard errors are x{math.exp(miss['noise_bound_ln']):.2f})"
+                      + (f" (within the noise: {real_probes.MISS_NOISE_Z:g} standard errors are x{math.exp(miss['noise_bound_ln']):.2f})"
                          if miss["within_noise"] else ""))  # fmt: skip
         return
     from advisor.predict.refit import refit_report

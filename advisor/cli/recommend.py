@@ -79,13 +79,14 @@ def _kbar_label(workload, source: str) -> str:
     """Where the printed K̄ came from, in the words of the decomposition line."""
     from pathlib import Path
 
+    from advisor.predict.absolute import NGRAM_KBAR_HEAD
     from advisor.predict.kbar_prior import OWN_SOURCE
 
     if workload.k_bar and workload.k_bar_own_outputs:
         return f"K̄ from the model's own outputs (replay of {Path(workload.corpus or '').name})"
     if workload.k_bar:
         return f"K̄ replayed on the recorded responses in {Path(workload.corpus or '').name} (not the model's own outputs)"
-    if source.startswith("n-gram tokens/step") and " from " in source:  # n-gram's own K̄: where it came from
+    if source.startswith(NGRAM_KBAR_HEAD) and " from " in source:  # n-gram's own K̄: where it came from
         source = re.split(r" \((?:https?:|calibration/)", source.split(" from ", 1)[1], maxsplit=1)[0]
     what = OWN_SOURCE if source.startswith(OWN_SOURCE) else "implied by the seed sweep" if source.startswith("prior") else source.split(";")[0]
     corpus = "unknown" if not workload.corpus else Path(workload.corpus).name if workload.corpus_is_file else workload.corpus

@@ -13,10 +13,6 @@ SHOWN = 3
 """Runners-up shown in text (``--json`` carries every candidate)."""
 
 
-
-KBAR_NOTE_HEADS = ("n-gram tokens/step", "MTP acceptance")
-"""How the K̄ note of an n-gram or MTP candidate starts (advisor.predict.absolute.ngram_gain, mtp_gain)."""
-
 def decision_of(base: Decision, c: Candidate) -> Decision:
     return base.model_copy(update={
         "tensor_parallel_size": c.layout.tp, "data_parallel_size": c.layout.dp, "enable_expert_parallel": c.layout.ep,
@@ -137,6 +133,8 @@ def chosen_prediction(c: Candidate, suffix: RecommendedPrediction | None, query:
     else:
         gain, kbar, r = (f.gain.value, f.gain.low, f.gain.high), c.k_bar, c.r
         # the method's K̄ note (absolute.ngram_gain / mtp_gain), not whichever note came first (a TP sync note)
+        from advisor.predict.absolute import KBAR_NOTE_HEADS
+
         source = next((n for n in f.notes if n.startswith(KBAR_NOTE_HEADS)), f.notes[0] if f.notes else c.method)
         why = list(f.notes)
         r_source = "step-cost model (advisor.predict.absolute): verification step / plain step at this layout"

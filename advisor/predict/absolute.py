@@ -50,6 +50,12 @@ MTP_ACCEPT = (0.80, 0.875, 0.90)
 """(low, mid, high) acceptance of one MTP draft token. DeepSeek-V3 technical report §5.4.3
 (arXiv 2412.19437): "the acceptance rate of the second token prediction ranges between 85% and
 90%"; the low end widened to 0.80 (ASSUMED) for traffic unlike theirs."""
+NGRAM_KBAR_HEAD = "n-gram tokens/step"
+MTP_KBAR_HEAD = "MTP acceptance"
+KBAR_NOTE_HEADS = (NGRAM_KBAR_HEAD, MTP_KBAR_HEAD)
+"""How the K̄ note of an n-gram (:func:`ngram_gain`) or MTP (:func:`mtp_gain`) candidate starts: the note that says
+where its K̄ came from, among the others its figures carry."""
+
 NGRAM_SHARE = (0.25, 0.50, 0.75)
 """ASSUMED (low, mid, high) share of suffix decoding's extra tokens per step that n-gram prompt
 lookup reaches on the same traffic: it matches only the request's own prompt and output, suffix
@@ -178,7 +184,7 @@ def mtp_gain(p: ModelProfile, gpu: GpuSpec, lay: ReplicaLayout, seqs: int, conte
     r = (verify + draft) / plain
     lo, mid, hi = (sum(a ** i for i in range(1, k + 1)) for a in MTP_ACCEPT)
     band = Band(value=(1 + mid) / r, low=(1 + lo) / r, high=(1 + hi) / r)
-    notes = [f"MTP acceptance {MTP_ACCEPT[1]:.2f} [{MTP_ACCEPT[0]:.2f}, {MTP_ACCEPT[2]:.2f}] per draft (DeepSeek-V3 report; low end ASSUMED)",
+    notes = [f"{MTP_KBAR_HEAD} {MTP_ACCEPT[1]:.2f} [{MTP_ACCEPT[0]:.2f}, {MTP_ACCEPT[2]:.2f}] per draft (DeepSeek-V3 report; low end ASSUMED)",
              f"MTP draft forward {draft * 1e3:.2f} ms per step (ASSUMED: one layer's share of the roofline + rejection sampler)"]
     return band, r, notes
 
@@ -204,14 +210,14 @@ def ngram_gain(p: ModelProfile, gpu: GpuSpec, lay: ReplicaLayout, seqs: int, con
 
     if ngram is not None:
         mid, lo, hi = (kp.kbar_at_draft(x, ngram.k, k) for x in (ngram.k_bar, ngram.low, ngram.high))
-        head = f"n-gram tokens/step {mid:.2f} [{lo:.2f}, {hi:.2f}] from {ngram.source}"
+        head = f"{NGRAM_KBAR_HEAD} {mid:.2f} [{lo:.2f}, {hi:.2f}] from {ngram.source}"
         if ngram.k != k:
             head += f" (at K={ngram.k}, carried to K={k}: ASSUMED constant per-token acceptance)"
     else:
         span = math.exp(INTERVAL_Z * suffix_kbar_sigma)
         lo, mid, hi = (1 + s * max(0.0, min(kb, 1 + k) - 1)
                        for s, kb in zip(NGRAM_SHARE, (suffix_kbar / span, suffix_kbar, suffix_kbar * span)))
-        head = f"n-gram tokens/step {mid:.2f} [{lo:.2f}, {hi:.2f}] = {NGRAM_SHARE[1]:.2f} of suffix's extra tokens (ASSUMED)"
+        head = f"{NGRAM_KBAR_HEAD} {mid:.2f} [{lo:.2f}, {hi:.2f}] = {NGRAM_SHARE[1]:.2f} of suffix's extra tokens (ASSUMED)"
         if suffix_kbar_sigma:
             head += f", over suffix's K̄ band (sigma(ln K̄) {suffix_kbar_sigma:.2f})"
     if ngram is not None:  # sized from K: n-gram drafts exactly K tokens when it matches

@@ -197,6 +197,7 @@ def evaluate(records: list, calibration_dir: Path, profile_of, own_kbar: dict | 
         return {"available": False, "reason": "no real-weight GPU probe campaigns under calibration/ (vanilla + "
                                               "suffix/ngram with weights=real)", "skipped": skipped}  # fmt: skip
     modes = {m: _summary(rows, m) for m in MODES}
+    noise = pass_to_pass(spread)
     kb = {m: [(v["measured"], v[m]["k_bar"]) for r in rows for c, v in r["k_bar"].items()
               if c.startswith("suffix:") and m in v and v[m]["k_bar"]] for m in MODES}  # fmt: skip
     for m, pairs in kb.items():
@@ -209,7 +210,7 @@ def evaluate(records: list, calibration_dir: Path, profile_of, own_kbar: dict | 
             "median_abs_log_gain_error": top["median_abs_log_gain_error"],
             "median_abs_log_gain_error_by_method": top["median_abs_log_gain_error_by_method"],
             "modes": modes, "own_priors_leave_one_host_out": own_priors_leave_one_host_out(evidence),
-            "pass_to_pass": pass_to_pass(spread), "misses": misses(rows, "priors", pass_to_pass(spread)),
+            "pass_to_pass": noise, "misses": misses(rows, "priors", noise),
             "method_note": "medians over passes of each setting's gain, each pass against its own vanilla; the top-level "
                            "figures are mode 'priors' (shipped priors, own-output ones leave-one-host-out); modes: "
                            "seed_priors (seed-implied priors only), priors, own_output_replay (K̄ replayed on the vanilla "

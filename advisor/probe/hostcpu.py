@@ -124,14 +124,14 @@ class _Sampler:
     share the load client's interpreter lock and slow both)."""
 
     def __init__(self) -> None:
+        self.cores: set[int] = set()  # the cores the loop ran on (after stop; none where affinity is not settable)
         try:
             # -I: a bare interpreter (no user site, no PYTHON* variables), so that the loop times the CPU only
-            self.cores: set[int] = set()  # the cores the loop ran on (after stop; none where affinity is not settable)
             self.proc: subprocess.Popen | None = subprocess.Popen(
                 [sys.executable, "-I", "-c", _SAMPLER], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
             )
         except OSError:
-            self.proc, self.cores = None, set()
+            self.proc = None
 
     def stop(self) -> tuple[float | None, float | None]:
         """Stop it; the median loop time in ms, wall and CPU (None, None with no sample)."""
@@ -146,12 +146,11 @@ class _Sampler:
         wall, cpu = [], []
         for line in (out or "").splitlines():
             try:
-                w, c, core = line.split()
-                w, c = float(w), float(c)
+                w, c, core = (f(x) for f, x in zip((float, float, int), line.split(), strict=True))
             except ValueError:
                 continue
-            if int(core) >= 0:
-                self.cores.add(int(core))
+            if core >= 0:
+                self.cores.add(core)
             wall.append(w)
             cpu.append(c)
         if not wall:

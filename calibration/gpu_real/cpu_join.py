@@ -49,10 +49,9 @@ def loads(store: Path, folders: list[Path]) -> list[dict]:
     gpu = _gpu(store / "gpu_timeline.csv")  # nvidia-smi stamps local time: the VM runs in UTC
     rows = []
     for boot, folder in enumerate(folders, 1):
-        cpu = {(c["config"], c["start"], c["end"]): c for c in map(json.loads, (folder / "cpu.jsonl").open())}
         recs = [json.loads(line) for line in (folder / "records.jsonl").open()]
-        order = {}
-        for c in cpu.values():
+        order: dict[str, list[dict]] = {}  # each configuration's loads in cpu.jsonl, in its records' order
+        for c in map(json.loads, (folder / "cpu.jsonl").open()):
             order.setdefault(c["config"], []).append(c)
         for cfg, cs in order.items():
             mine = [r for r in recs if r["config"] == cfg and r["outcome"] == "ok"]
