@@ -15,7 +15,7 @@ nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu
   --format=csv -lms 1000 > $R/gpu_timeline.csv 2>&1 &
 common=(--warmup-load $S:32:500:564 --max-tokens 256 --gmu 0.30 --max-model-len 4096 --boot-timeout 300
         --server-cmd "$SERVER" --data-dir $R/advisor-data --cpu-check)
-for pass in 1 2 3 4; do
+for pass in ${PASSES:-1 2 3 4}; do  # PASSES="3 4": a second machine goes on where the first stopped
   echo "== smol-m$pass $(date +%T)"
   python3 calibration/gpu_real/real_campaign.py --model $SMOL --configs vanilla,suffix:32,ngram:4 \
     --load $H:16:0:48 --load $H:32:48:164 --load $S:32:2264:2392 "${common[@]}" --out $R/smol-m$pass
