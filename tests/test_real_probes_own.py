@@ -99,8 +99,8 @@ def test_modes_on_the_shipped_h200_campaign():
     # fast (x1.07, x1.05) where plain is chosen; campaign 7 ran the same loads in three more boots (smol-m1..m3:
     # x0.63-0.77, x0.80-1.00), and over the four passes suffix measures x0.72 and x0.94: plain is right in both
     gpu = ROOT / "calibration" / "gpu_real" / "h200-vllm0.26.0"
-    h3 = {json.loads(line)["campaign_id"] for line in (gpu / "smol-h3" / "records.jsonl").read_text().splitlines()}
-    m1 = {json.loads(line)["campaign_id"] for line in (gpu / "smol-m1" / "records.jsonl").read_text().splitlines()}
+    h3, m1 = ({json.loads(line)["campaign_id"] for line in (gpu / f / "records.jsonl").read_text().splitlines()}
+              for f in ("smol-h3", "smol-m1"))  # fmt: skip
     assert h3 == m1  # the same command on the same host fingerprint: the same campaigns
     for r in (r for r in out["rows"] if r["campaign"] in h3 and r["corpus"] == "humaneval"):
         assert r["options"]["vanilla"]["passes"] == r["options"]["suffix:32"]["passes"] == 4

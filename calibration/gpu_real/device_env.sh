@@ -1,6 +1,6 @@
-# Sourced by device_run.sh and device_run2.sh on the GPU machine (project root, after setup.sh): the
+# Sourced by the device_run*.sh scripts on the GPU machine (project root, after setup.sh): the
 # environment vLLM 0.26.0 + Arctic Inference run with, the real model built from the GGUF parts in /root/stash,
-# the 8B-shaped dummy model, and this host's `advisor host --json`. Defines R, SERVER, D, SMOL, L8.
+# the 8B-shaped dummy model, and this host's `advisor host --json`. Defines R, SERVER, D, SMOL, L8 and start_timelines.
 set -u
 R=/root/results
 mkdir -p $R /root/models
@@ -20,3 +20,9 @@ L8=/root/models/Llama-3.1-8B-Instruct
 mkdir -p $L8 && cp catalog/models/meta-llama/Llama-3.1-8B-Instruct/config.json $L8/ \
   && cp $SMOL/tokenizer.json $SMOL/tokenizer_config.json $L8/
 python3 -m advisor --data-dir $R/advisor-data host --json > $R/host.json 2>$R/host.err
+start_timelines() {  # campaigns 5 on: the host's CPU speed per core and the GPU's clocks, beside the loads
+  nproc > $R/nproc.txt; lscpu > $R/lscpu.txt 2>&1
+  python3 calibration/gpu_real/cpu_timeline.py --out $R/cpu_timeline.jsonl --seconds 3000 &
+  nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu,utilization.gpu \
+    --format=csv -lms 1000 > $R/gpu_timeline.csv 2>&1 &
+}

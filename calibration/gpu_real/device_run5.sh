@@ -8,10 +8,7 @@
 # (real_campaign.py --cpu-check, O/cpu.jsonl). Even passes pin the server to cores 2-9 (taskset), odd ones do not.
 source "$(dirname "${BASH_SOURCE[0]}")/device_env.sh"
 H=$D/humaneval.jsonl; S=$D/sharegpt.jsonl
-nproc > $R/nproc.txt; lscpu > $R/lscpu.txt 2>&1
-python3 calibration/gpu_real/cpu_timeline.py --out $R/cpu_timeline.jsonl --seconds 3000 &
-nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu,utilization.gpu \
-  --format=csv -lms 1000 > $R/gpu_timeline.csv 2>&1 &
+start_timelines
 for pass in 1 2 3 4 5 6 7 8; do
   if [ $((pass % 2)) -eq 0 ]; then CMD="taskset -c 2-9 $SERVER"; else CMD="$SERVER"; fi
   echo "== smol-i$pass $(date +%T) server: $CMD"

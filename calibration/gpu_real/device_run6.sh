@@ -9,10 +9,7 @@
 #    records' host_loop_ms tracks the vanilla step as the timeline's loop did (r 0.80 in campaign 6).
 source "$(dirname "${BASH_SOURCE[0]}")/device_env.sh"
 H=$D/humaneval.jsonl; S=$D/sharegpt.jsonl
-nproc > $R/nproc.txt; lscpu > $R/lscpu.txt 2>&1
-python3 calibration/gpu_real/cpu_timeline.py --out $R/cpu_timeline.jsonl --seconds 3000 &
-nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu,utilization.gpu \
-  --format=csv -lms 1000 > $R/gpu_timeline.csv 2>&1 &
+start_timelines
 common=(--warmup-load $S:32:500:564 --max-tokens 256 --gmu 0.30 --max-model-len 4096 --boot-timeout 300
         --server-cmd "$SERVER" --data-dir $R/advisor-data --cpu-check)
 for pass in ${PASSES:-1 2 3 4}; do  # PASSES="3 4": a second machine goes on where the first stopped
