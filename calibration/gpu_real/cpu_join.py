@@ -6,7 +6,7 @@ boot carries and what changes within one (campaigns 5 and 6, issue #22: what mov
         calibration/gpu_real/h200-vllm0.26.0/smol-j[1-8]
 
 For every load of every folder (``records.jsonl`` joined with ``cpu.jsonl`` on config and prompt slice) it
-derives: step ms = K̄ x mean in flight / throughput; EngineCore and client CPU busy (CPU seconds / load
+derives: step ms = K̄ x mean in flight / throughput; the record's own ``host_loop_ms`` (the probe's loop); EngineCore and client CPU busy (CPU seconds / load
 seconds); the timeline loop (median of ``cpu_timeline.jsonl``'s samples inside the load, any core, ms); the
 GPU's mean utilisation inside it (``gpu_timeline.csv``); whether the server was pinned (``taskset`` in its
 command). It writes ``loads.csv`` into the store folder and prints, per configuration, the spread of ln(step)
@@ -97,9 +97,11 @@ def spread(rows: list[dict]) -> list[str]:
         lines.append("  boot mean step x" + " ".join(f"{math.exp(boot_mean[b]):.2f}" for b in sorted(boot_mean))
                      + "  (pinned: " + " ".join("y" if any(r["pinned"] for r in mine if r["boot"] == b) else "n"
                                                 for b in sorted(boot_mean)) + ")")
-        with_loop = [r for r in mine if r["loop_ms"]]
-        if len(with_loop) > 3:
-            lres = _resid(with_loop, "loop_ms")
+        for key, name in (("loop_ms", "loop"), ("probe_loop_ms", "probe loop")):  # the timeline's; the record's
+            with_loop = [r for r in mine if r[key]]
+            if len(with_loop) <= 3:
+                continue
+            lres = _resid(with_loop, key)
             x = [lres[id(r)] for r in with_loop]
             y = [res[id(r)] for r in with_loop]
             mx, my = statistics.fmean(x), statistics.fmean(y)
@@ -107,7 +109,7 @@ def spread(rows: list[dict]) -> list[str]:
             slope = sum((a - mx) * (b - my) for a, b in zip(x, y)) / sxx if sxx else 0.0
             ss = sum((b - my) ** 2 for b in y)
             r2 = 1 - sum((b - my - slope * (a - mx)) ** 2 for a, b in zip(x, y)) / ss if ss else 0.0
-            lines.append(f"  ln(step) on ln(loop): slope {slope:.2f}, R^2 {r2:.2f} ({len(with_loop)} loads)")
+            lines.append(f"  ln(step) on ln({name}): slope {slope:.2f}, R^2 {r2:.2f} ({len(with_loop)} loads)")
         for pin in (False, True):
             sel = [res[id(r)] for r in mine if r["pinned"] is pin]
             if sel:
