@@ -171,7 +171,7 @@ def _probe_check(profile_of) -> list[dict]:
 
     out = []
     for path in sorted((data_path("calibration") / "gpu_probes").glob("*/probes.sqlite")):
-        with ProbeStore(path, busy_timeout_s=2.0) as store:
+        with ProbeStore(path, busy_timeout_s=2.0, read_only=True) as store:  # committed: read, never switched to WAL
             records = store.list_records()
         for pairs in host_infer.probe_pairs(records).values():
             build = host_infer.hp.match(pairs[0].suf.gpu, None, pairs[0].suf.vllm_version).profiles[0]
@@ -235,7 +235,7 @@ def calibration_records(calibration_dir) -> list:
 
     seen: dict[tuple, object] = {}
     for path in sorted(calibration_dir.rglob("probes.sqlite")):
-        with ProbeStore(path, busy_timeout_s=2.0) as store:
+        with ProbeStore(path, busy_timeout_s=2.0, read_only=True) as store:  # committed: read, never switched to WAL
             for r in store.list_records():
                 seen[(r.campaign_id, r.config, r.started_at)] = r
     for path in sorted(calibration_dir.rglob("records.jsonl")):

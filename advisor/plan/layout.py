@@ -360,19 +360,19 @@ def _same_host(sp) -> str | None:
     return pid if pid and "," not in pid else None
 
 
-def _ngram_kbar(workload, p: ModelProfile, sp):
+def _ngram_kbar(workload, p: ModelProfile, sp, k: int | None = None):
     """n-gram's own K̄: replayed on the workload's file, or the own-output (or published) prior where the
     suffix prediction ``sp`` uses one (one source for both methods); None: a share of suffix's."""
     if workload is None:
         return None
     source = getattr(sp, "k_bar_source", None)
-    return ngram_kbar_for(workload, p.family, own_prior_ok=is_own_source(source), suffix_source=source)
+    return ngram_kbar_for(workload, p.family, own_prior_ok=is_own_source(source), suffix_source=source, k=k)
 
 
 def _ngram_gain(p, gpu, lay, n: int, context: float, k: int, sp, workload):
     """n-gram's gain at ``n`` running sequences: from the suffix prediction ``sp`` at the same layout (its K̄ and
     that K̄'s band where n-gram has no K̄ of its own, its host profile) and the workload's own n-gram K̄."""
-    return ngram_gain(p, gpu, lay, n, context, k, sp.k_bar, ngram=_ngram_kbar(workload, p, sp), build=_same_host(sp),
+    return ngram_gain(p, gpu, lay, n, context, k, sp.k_bar, ngram=_ngram_kbar(workload, p, sp, k), build=_same_host(sp),
                       suffix_kbar_sigma=getattr(sp, "k_bar_sigma", 0.0))
 
 

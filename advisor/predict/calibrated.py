@@ -161,7 +161,7 @@ class CalibratedModel(BaseModel):
         if inputs.k_bar:
             k_bar, source, k_from = inputs.k_bar, "measured", inputs.k_bar_k or inputs.k
         else:
-            own = kp.own_prior(inputs.corpus, inputs.profile.family, "suffix", self.own_priors) if self._own_applies(inputs) else None
+            own = kp.own_prior(inputs.corpus, inputs.profile.family, "suffix", self.own_priors, k=inputs.k) if self._own_applies(inputs) else None
             if own is None and (self._own_applies(inputs) or not kp.has_corpus_prior(self.priors, inputs.corpus, inputs.profile.family)):
                 own = kp.published_prior(inputs.corpus, inputs.profile.family, "suffix", self.published_priors)
             if own is not None:

@@ -428,14 +428,16 @@ def serving_fit(calibration_dir, profile_of: ProfileFn, read) -> dict:
 
 SERVING_REAL_FIT = ("smol-r1", "smol-r2", "smol-k", "smol-g", "smol-h", "smol-h2", "smol-h3", "smol-h4", "smol-h5",
                     "smol-h6", "smol-h7", "smol-i1", "smol-j1", "smol-j2", "smol-j3", "smol-j4", "smol-j5", "smol-j6",
-                    "smol-j7", "smol-j8", "smol-m1", "smol-m2", "smol-m3", "smol-n1", "smol-n3")
+                    "smol-j7", "smol-j8", "smol-m1", "smol-m2", "smol-m3", "smol-n1", "smol-n3", "smol-q1",
+                    "smol-q2", "smol-q3")
 """The real-weight `vllm serve` folders of the H200 campaign the ``h200-vllm0.26.0-serving`` row is fitted on
 (SmolLM2-135M-Instruct: vanilla, suffix:4, suffix:32, ngram:4; humaneval and ShareGPT; concurrency 1 to 128 over
 campaigns 1-6, up to seven fresh boots of one load (smol-h4..h7: suffix:32 only, paired with smol-h4's vanilla of
 the same campaign), and the vanilla/suffix:32 passes of campaigns 5-6 (smol-i1, smol-j1..j8: humaneval c32, ShareGPT
 c16 and c64, each suffix boot against the vanilla boot just before it), and campaign 7's (smol-m1..m3: smol-h3's
 settings with ngram:4 again; smol-n1, smol-n3: campaign 6's unpinned passes; smol-n2 was cut off by a lost machine
-before its first load); smol-g's ngram_gpu:4 runs are not CPU-proposer
+before its first load), and campaign 8's (smol-q1..q3: vanilla, ngram:4, ngram:16, suffix:32 at concurrency 4, 32
+and 128); smol-g's ngram_gpu:4 runs are not CPU-proposer
 pairs and are left out by probe_pairs)."""
 SERVING_REAL_ASYNC = ("smol-noasync", "smol-noasync-w")
 """Its vanilla runs with ``--no-async-scheduling`` (the async-off share)."""

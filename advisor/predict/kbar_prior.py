@@ -117,6 +117,10 @@ def kbar_at_draft(k_bar: float, n0: int, n1: int) -> float:
     return total((lo + hi) / 2, n1)
 
 
+DEFAULT_NGRAM_PRIOR_K = 4
+"""The K an n-gram own-output prior is looked up at when the caller names none (``advisor probe``'s ngram default)."""
+
+
 NGRAM_ACCEPTANCE = 0.76
 """Share of n-gram's drafted tokens that vLLM accepts (accepted / drafted), MEASURED with real weights:
 SmolLM2-135M-Instruct at K = 4 on vLLM 0.32 (CPU, calibration/real_cpu/run-20261201: humaneval 0.82,
@@ -199,7 +203,7 @@ dtype stay in the evidence file as that check, and are left out of the priors.""
 def derive_own(rows: list[dict], *, exclude_host: str | None = None) -> list[dict]:
     """kbar_own_priors.csv rows from kbar_own_evidence.csv rows (calibration/kbar_own_priors.py writes
     them; ``exclude_host``: leave that host's rows out, for the leave-one-host-out check): per corpus
-    and method, over the rows generated at SERVING_DTYPE: ``k_bar`` = median measured K̄, each carried to PRIOR_MAX_TOKENS output tokens
+    method and K (a K̄ measured at one K is never pooled with another K's), over the rows generated at SERVING_DTYPE: ``k_bar`` = median measured K̄, each carried to PRIOR_MAX_TOKENS output tokens
     (:func:`at_prior_length`); low / high = the lowest and highest, each scaled by its own-output replay's
     bootstrap interval where known, widened by the method's largest |ln(own replay / measured)|;
     ``own_over_reference`` = median (min, max) of measured / reference."""
@@ -217,14 +221,14 @@ def derive_own(rows: list[dict], *, exclude_host: str | None = None) -> list[dic
         return m * lo / own, m * hi / own
 
     out = []
-    for corpus, method in sorted({(r["corpus"], r["method"]) for r in rows}):
-        group = [r for r in rows if r["corpus"] == corpus and r["method"] == method]
+    for corpus, method, k in sorted({(r["corpus"], r["method"], int(r["k"])) for r in rows}):
+        group = [r for r in rows if r["corpus"] == corpus and r["method"] == method and int(r["k"]) == k]
         err = max(abs(f(r["ln_own"])) for r in rows if r["method"] == method)
         ks = [at_prior_length(r) for r in group]
         bands = [band(r) for r in group]
         ratio = [f(r["measured_over_reference"]) for r in group]
         out.append({
-            "corpus": corpus, "method": method, "k": int(group[0]["k"]), "k_bar": round(statistics.median(ks), 4),
+            "corpus": corpus, "method": method, "k": k, "k_bar": round(statistics.median(ks), 4),
             "k_bar_low": round(min(b[0] for b in bands) * math.exp(-err), 4),
             "k_bar_high": round(max(b[1] for b in bands) * math.exp(err), 4),
             "own_over_reference": round(statistics.median(ratio), 4), "own_over_reference_low": round(min(ratio), 4),
@@ -247,15 +251,20 @@ def own_evidence() -> list[dict]:
 
 
 def own_prior(corpus: str | None, family: str, method: str = "suffix",
-              priors: tuple[OwnKbarPrior, ...] | list[OwnKbarPrior] | None = None) -> KbarChoice | None:  # fmt: skip
+              priors: tuple[OwnKbarPrior, ...] | list[OwnKbarPrior] | None = None,
+              k: int | None = None) -> KbarChoice | None:  # fmt: skip
     """The own-output prior of ``method`` for ``corpus``, when the model is of the class it applies to
-    (OWN_PRIOR_FAMILIES) and the file has the corpus; else None."""
+    (OWN_PRIOR_FAMILIES) and the file has the corpus; else None. With ``k``: the prior measured at that K,
+    else the one at the nearest K (in ln K; the caller carries it to ``k`` from the returned ``k``)."""
     if family not in OWN_PRIOR_FAMILIES or not corpus:
         return None
     rows = own_priors() if priors is None else priors
-    hit = next((p for p in rows if p.corpus == corpus and p.method == method), None)
-    if hit is None:
+    hits = [p for p in rows if p.corpus == corpus and p.method == method]
+    if not hits:
         return None
+    if k is None:
+        k = PRIOR_K if method == "suffix" else DEFAULT_NGRAM_PRIOR_K
+    hit = min(hits, key=lambda p: (abs(math.log(p.k / max(k, 1))), -p.k))
     return KbarChoice(k_bar=hit.k_bar, low=hit.k_bar_low, high=hit.k_bar_high, k=hit.k,
                       source=f"{OWN_SOURCE} prior {corpus}/{method}:{hit.k}: {hit.k_bar:.2f} "
                              f"[{hit.k_bar_low:.2f}, {hit.k_bar_high:.2f}] over {hit.settings} settings at "
@@ -268,14 +277,15 @@ def is_own_source(source: str | None) -> bool:
 
 
 def ngram_kbar_for(workload, family: str, priors: tuple[OwnKbarPrior, ...] | list[OwnKbarPrior] | None = None, *,
-                   own_prior_ok: bool = True, suffix_source: str | None = None,
+                   own_prior_ok: bool = True, suffix_source: str | None = None, k: int | None = None,
                    published: tuple[PublishedKbar, ...] | list[PublishedKbar] | None = None) -> KbarChoice | None:  # fmt: skip
     """n-gram's own K̄ for ``workload`` (a Workload): the replayed one (``k_bar_ngram``, e.g. ``recommend
     --corpus FILE``), else the own-output prior of its corpus for the model's class when ``own_prior_ok``
     (the caller passes whether suffix decoding's prediction used its own-output prior, so the two methods
     are never priced from different sources), else, when suffix decoding's K̄ came from a published prior
     (``suffix_source``, its K̄ source string), the published n-gram prior of the same corpus from the same
-    publication, else None (a share of suffix decoding's, ASSUMED)."""
+    publication, else None (a share of suffix decoding's, ASSUMED). ``k``: the K to be priced (the prior
+    measured at it, else at the nearest K; ngram_gain carries it)."""
     if workload.k_bar_ngram:
         m = workload.k_bar_ngram
         return KbarChoice(k_bar=m, low=m, high=m, k=workload.k_bar_ngram_k or 4,
@@ -283,7 +293,7 @@ def ngram_kbar_for(workload, family: str, priors: tuple[OwnKbarPrior, ...] | lis
     if workload.corpus_is_file:
         return None
     if own_prior_ok:
-        return own_prior(workload.corpus, family, "ngram", priors)
+        return own_prior(workload.corpus, family, "ngram", priors, k=k)
     pub = published_source_id(suffix_source)
     if pub is None:
         return None

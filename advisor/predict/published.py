@@ -78,7 +78,7 @@ def _at(row: PublishedRow, c: int, profile, fitted=None) -> tuple[float, float, 
         return suffix.gain, suffix.gain_low, suffix.gain_high, kbars
     published = None if fitted is None else fitted.published_priors
     ngram = kp.ngram_kbar_for(work, profile.family, own_prior_ok=kp.is_own_source(suffix.k_bar_source),
-                              suffix_source=suffix.k_bar_source, published=published)  # fmt: skip
+                              suffix_source=suffix.k_bar_source, published=published, k=row.k)  # fmt: skip
     ctx = kp.shape_for(row.corpus).context(profile.family)
     band, _, notes = ngram_gain(profile, gpu, ReplicaLayout(tp=row.tp), c, ctx, row.k, suffix.k_bar, ngram=ngram,
                                 suffix_kbar_sigma=suffix.k_bar_sigma)

@@ -58,12 +58,16 @@ _FILTERS = ("model", "campaign_id", "config", "outcome", "gpu", "corpus", "host_
 class ProbeStore:
     """A handle on one store file. Use as a context manager, or call :meth:`close`."""
 
-    def __init__(self, path: Path, *, busy_timeout_s: float = 30.0) -> None:
+    def __init__(self, path: Path, *, busy_timeout_s: float = 30.0, read_only: bool = False) -> None:
         self.path = Path(path)
         self.skipped: list[str] = []
         """Rows the last :meth:`list_records` left out, each named by row id with the reason."""
-        self.read_only = self.path.is_file() and not (os.access(self.path, os.W_OK) and os.access(self.path.parent, os.W_OK))
-        """A store the user may read but not write (a shared, read-only copy): opened read-only;
+        if read_only and not self.path.is_file():
+            raise DataError(f"probe store {self.path} does not exist (asked to read it, not to create it)")
+        self.read_only = read_only or (
+            self.path.is_file() and not (os.access(self.path, os.W_OK) and os.access(self.path.parent, os.W_OK)))
+        """A store the user may read but not write (a shared, read-only copy), or one the caller only reads
+        (``read_only``: a committed store is never switched to WAL or written): opened read-only;
         :meth:`insert` then refuses."""
         if not self.read_only:
             try:
