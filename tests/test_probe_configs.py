@@ -72,6 +72,23 @@ def test_ngram_gpu_is_vllms_gpu_proposer_with_ngrams_lookup_keys() -> None:
         parse_configs("ngram_gpu:4@max_tree_depth=8")
 
 
+def test_mtp_probe_is_the_checkpoints_own_layers_under_this_vllms_method_name() -> None:
+    """``mtp[:K]`` (K 1 by default): the Decision ``recommend`` launches for a model with MTP layers, rendered with
+    vLLM's method name for the version (advisor.vllm_facts mtp_method); async scheduling stays on with it."""
+    from advisor import vllm_facts
+
+    (m,) = parse_configs("mtp")
+    assert m.label == "mtp:1" and not m.is_vanilla
+    d = probe_decision(m, Decision())
+    assert (d.speculative_method, d.num_speculative_tokens) == ("mtp", 1)
+    f = probe_flags(parse_configs("mtp:3@gmu=0.8")[0], Decision(), "0.26")
+    assert json.loads(f[f.index("--speculative-config") + 1]) == {"method": vllm_facts.facts("0.26").mtp_method, "num_speculative_tokens": 3}
+    assert f[f.index("--gpu-memory-utilization") + 1] == "0.8"
+    assert "mtp" in vllm_facts.facts("0.26").async_spec_methods
+    with pytest.raises(UsageError, match="unknown override"):
+        parse_configs("mtp:2@prompt_lookup_min=2")
+
+
 def test_server_program() -> None:
     assert server_program("vllm serve") == ["vllm", "serve"]
     assert server_program("/v/bin/python -m vllm.entrypoints.openai.api_server") == [

@@ -393,7 +393,7 @@ def serving_fit(calibration_dir, profile_of: ProfileFn, read) -> dict:
     from advisor.hardware.gpus import get_gpu
     from advisor.predict.stepcost import StepShape, step_cost
 
-    profile_of = _local_profile_of(calibration_dir, profile_of)
+    profile_of = probed_profile_of(calibration_dir, profile_of)
     root = calibration_dir / SERVING_CAMPAIGN
     if not (root / SERVING_FIT[0] / "records.jsonl").is_file():
         return {"available": False, "reason": f"no {SERVING_CAMPAIGN}/{SERVING_FIT[0]}/records.jsonl under calibration/"}
@@ -446,16 +446,24 @@ SERVING_DUMMY_WARM = ("l8-dummy-k", "l8-g")
 what a user's ``--dummy-weights`` probe measures, checked against the real-weight pairs."""
 
 
-def _local_profile_of(calibration_dir, profile_of: ProfileFn) -> ProfileFn:
+def probed_profile_of(calibration_dir, profile_of: ProfileFn) -> ProfileFn:
+    """``profile_of`` that also knows the model directories probed on a GPU machine (``/root/models/<name>``), by
+    folder name: the ``config.json`` committed under ``calibration/gpu_real/models/<name>/`` (the probed directory's
+    own, so a fresh checkout evaluates without building anything), else ``.cache/models/<name>/``
+    (scripts/build_smollm2.py builds SmolLM2-135M-Instruct there)."""
+    from pathlib import Path
+
     from advisor.errors import AdvisorError
 
     def local(model: str, _of=profile_of):
         try:
             return _of(model)
-        except AdvisorError:  # a model directory on the GPU machine: the same folder under .cache/models/
-            here = calibration_dir.parent / ".cache" / "models" / model.rstrip("/").rsplit("/", 1)[-1]
-            if here.is_dir():
-                return _of(str(here))
+        except AdvisorError:
+            name = model.rstrip("/").rsplit("/", 1)[-1]
+            root = Path(calibration_dir)
+            for here in (root / "gpu_real" / "models" / name, root.parent / ".cache" / "models" / name):
+                if (here / "config.json").is_file():
+                    return _of(str(here))
             raise
 
     return local
@@ -478,7 +486,7 @@ def serving_real_fit(calibration_dir, profile_of: ProfileFn, read) -> dict:
     Returns ``{"available": False, ...}`` without the folders or the model's config (scripts/build_smollm2.py)."""
     from advisor.errors import AdvisorError
 
-    profile_of = _local_profile_of(calibration_dir, profile_of)
+    profile_of = probed_profile_of(calibration_dir, profile_of)
     root = calibration_dir / SERVING_CAMPAIGN
     folders = [f for f in SERVING_REAL_FIT if (root / f / "records.jsonl").is_file()]
     if not folders:

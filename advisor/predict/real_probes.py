@@ -12,7 +12,7 @@ and is scored on
 - ``median_abs_log_gain_error``: median |ln(predicted / measured)| over every speculative option.
 
 A probed model the catalog does not know (e.g. a directory on the GPU machine) is resolved by its
-folder name under ``.cache/models/`` (scripts/build_smollm2.py builds SmolLM2-135M-Instruct there).
+folder name (``host_infer.probed_profile_of``: its committed ``calibration/gpu_real/models/<name>/config.json``).
 """
 
 from __future__ import annotations
@@ -26,16 +26,9 @@ GOAL_MEDIAN_ABS_LOG = 0.15
 
 
 def _profile(model: str, profile_of, calibration_dir: Path):
-    from advisor.errors import AdvisorError
-    from advisor.predict.host_infer import profile_for_record
+    from advisor.predict.host_infer import probed_profile_of, profile_for_record
 
-    try:
-        return profile_for_record(model, profile_of)
-    except AdvisorError:
-        local = calibration_dir.parent / ".cache" / "models" / model.rstrip("/").rsplit("/", 1)[-1]
-        if local.is_dir():
-            return profile_of(str(local))
-        raise
+    return profile_for_record(model, probed_profile_of(calibration_dir, profile_of))
 
 
 def _matched(gpu: str, cpu: str | None, vllm: str | None) -> str | None:

@@ -6,7 +6,9 @@ configuration only: ``gmu``, ``max_model_len``, ``max_num_seqs``, ``tp``, ``cuda
 ``max_tree_depth``, ``max_cached_requests``, ``max_spec_factor``, ``min_token_prob``; for ngram
 ``prompt_lookup_min``, ``prompt_lookup_max``. ``ngram_gpu[:K]`` is vLLM's GPU n-gram proposer (the same
 lookup on the GPU, with async scheduling kept on: vllm/config/vllm.py, 0.26.0 ``NgramGPUTypes``); the
-product measures it but does not recommend it yet. The label (``ProbeRecord.config``) is the normalised
+product measures it but does not recommend it yet. ``mtp[:K]`` (K defaults to 1) is the checkpoint's own multi-token
+prediction layers (a model whose config has ``num_nextn_predict_layers``; vLLM's method name per version from
+``advisor.vllm_facts``, async scheduling kept on), the method ``recommend`` launches for such models. The label (``ProbeRecord.config``) is the normalised
 item, overrides sorted by key, so reruns recognise finished configurations.
 """
 
@@ -22,7 +24,7 @@ from advisor.domain.decision import Decision, SuffixParams
 from advisor.kbar.ngram import DEFAULT_NGRAM_K
 from advisor.vllm_facts import DEFAULT_VERSION
 
-DEFAULT_K = {"suffix": 32, "ngram": DEFAULT_NGRAM_K, "ngram_gpu": DEFAULT_NGRAM_K}
+DEFAULT_K = {"suffix": 32, "ngram": DEFAULT_NGRAM_K, "ngram_gpu": DEFAULT_NGRAM_K, "mtp": 1}
 NGRAM_METHODS = ("ngram", "ngram_gpu")
 """vLLM's prompt-lookup proposers: on the CPU (``ngram``) and on the GPU (``ngram_gpu``); the same lookup keys."""
 _DECISION_KEYS = {
@@ -39,7 +41,7 @@ _NGRAM_KEYS = {"prompt_lookup_min", "prompt_lookup_max"}
 class ProbeConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    method: Literal["vanilla", "suffix", "ngram", "ngram_gpu"]
+    method: Literal["vanilla", "suffix", "ngram", "ngram_gpu", "mtp"]
     k: int | None = None
     overrides: tuple[tuple[str, str], ...] = ()
 
@@ -58,7 +60,7 @@ def _parse_one(item: str) -> ProbeConfig:
     method, _, k_text = head.partition(":")
     method = method.strip().lower()
     if method != "vanilla" and method not in DEFAULT_K:
-        raise UsageError(f"unknown probe configuration {item!r}: expected vanilla, suffix[:K], ngram[:K] or ngram_gpu[:K]")
+        raise UsageError(f"unknown probe configuration {item!r}: expected vanilla, suffix[:K], ngram[:K], ngram_gpu[:K] or mtp[:K]")
     if method == "vanilla" and k_text:
         raise UsageError(f"{item!r}: vanilla takes no K")
     k = None
@@ -105,8 +107,8 @@ def probe_decision(cfg: ProbeConfig, base: Decision) -> Decision:
         elif key in _SUFFIX_KEYS:
             suffix[key] = value
     update["suffix"] = suffix
-    if cfg.method == "suffix":
-        update.update(speculative_method="suffix", num_speculative_tokens=cfg.k)
+    if cfg.method in ("suffix", "mtp"):
+        update.update(speculative_method=cfg.method, num_speculative_tokens=cfg.k)
     else:
         update.update(speculative_method=None, num_speculative_tokens=None)
     try:

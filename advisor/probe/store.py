@@ -64,6 +64,9 @@ class ProbeStore:
         """Rows the last :meth:`list_records` left out, each named by row id with the reason."""
         if read_only and not self.path.is_file():
             raise DataError(f"probe store {self.path} does not exist (asked to read it, not to create it)")
+        self._snapshot = read_only and not Path(str(self.path) + "-wal").exists()
+        """Asked to read a file nobody writes meanwhile (a committed store) with no WAL beside it: opened
+        ``immutable``, so no ``-shm``/``-wal`` files appear next to it (``mode=ro`` makes them for a WAL store)."""
         self.read_only = read_only or (
             self.path.is_file() and not (os.access(self.path, os.W_OK) and os.access(self.path.parent, os.W_OK)))
         """A store the user may read but not write (a shared, read-only copy), or one the caller only reads
@@ -100,6 +103,8 @@ class ProbeStore:
         if not self.read_only:
             return sqlite3.connect(self.path, timeout=busy_timeout_s, isolation_level=None)
         uri = "file:" + quote(str(self.path.resolve()))
+        if self._snapshot:
+            return sqlite3.connect(uri + "?immutable=1", timeout=busy_timeout_s, isolation_level=None, uri=True)
         conn = sqlite3.connect(uri + "?mode=ro", timeout=busy_timeout_s, isolation_level=None, uri=True)
         try:
             conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
