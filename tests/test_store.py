@@ -168,3 +168,32 @@ def test_not_a_database(tmp_path: Path) -> None:
     path.write_text("this is not sqlite " * 100)
     with pytest.raises(DataError, match="not usable"):
         ProbeStore(path)
+
+
+def test_reading_committed_stores_changes_nothing_beside_them(tmp_path):
+    """``calibrate`` reads the committed stores with ``read_only=True``: a WAL-mode store is opened immutable, so no
+    ``-shm``/``-wal`` file appears beside it and its bytes stay as committed; a store asked for read-only that does
+    not exist is an error, not a new file."""
+    import shutil
+    import sqlite3
+
+    from advisor.cli.calibrate import calibration_records
+    from advisor.errors import DataError
+    from advisor.probe.store import ProbeStore
+
+    src = Path(__file__).resolve().parents[1] / "calibration" / "gpu_real" / "h200-vllm0.26.0" / "store2" / "probes.sqlite"
+    cal = tmp_path / "calibration" / "gpu_real" / "h200-vllm0.26.0" / "store2"
+    cal.mkdir(parents=True)
+    shutil.copy(src, cal / "probes.sqlite")
+    conn = sqlite3.connect(cal / "probes.sqlite")
+    assert conn.execute("PRAGMA journal_mode=WAL").fetchone()[0] == "wal"  # as most committed stores are
+    conn.close()
+    assert sorted(p.name for p in cal.iterdir()) == ["probes.sqlite"]
+    before = (cal / "probes.sqlite").read_bytes()
+    records = calibration_records(tmp_path / "calibration")
+    assert records and all(r.campaign_id for r in records)
+    assert sorted(p.name for p in cal.iterdir()) == ["probes.sqlite"]
+    assert (cal / "probes.sqlite").read_bytes() == before
+    with pytest.raises(DataError, match="does not exist"):
+        ProbeStore(tmp_path / "absent.sqlite", read_only=True)
+    assert not (tmp_path / "absent.sqlite").exists()

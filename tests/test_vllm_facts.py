@@ -17,7 +17,7 @@ GPUS = {"B200": (180, "nvidia b200"), "H200": (141, "nvidia h200"), "H100": (80,
 """Stand-in GPUs (GiB, the name vLLM's platform reports, lower-cased) for get_batch_defaults."""
 
 PROBE = r"""
-import dataclasses, importlib, inspect, json, os, re, sys
+import dataclasses, importlib, importlib.util, inspect, json, os, re, sys
 sys.path.insert(0, os.environ["HELPERS"])
 from parse_args import pin_cpu_platform
 pin_cpu_platform()
@@ -66,6 +66,10 @@ print(json.dumps({
     "profiles_graphs": bool(envs.VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS),
     "parser": hasattr(importlib.import_module(os.environ["ADVISOR_PARSER_MODULE"]), "make_arg_parser"),
     "tiers": tiers,
+    # MTP drafter modules vLLM compiles (@support_torch_compile on a class of the module), read from the source
+    "mtp_compiled": {mt: "@support_torch_compile" in open(importlib.util.find_spec(
+        f"vllm.model_executor.models.{mod}").origin).read() for mt, mod in
+        (("glm4_moe", "glm4_moe_mtp"), ("deepseek_v3", "deepseek_mtp"), ("qwen3_next", "qwen3_next_mtp"))},
 }))
 """
 
@@ -93,6 +97,9 @@ def test_facts_match_the_release_own_config_defaults(version: str):
     assert set(f.async_spec_methods) <= set(got["async_types"]) | {"dspark"}
     assert not {"suffix", "ngram"} & set(got["async_types"]) and not {"suffix", "ngram"} & set(f.async_spec_methods)
     assert got["mtp"] and f.mtp_method == "mtp"
+    # the MTP drafters this release runs eagerly (no @support_torch_compile in the module: priced as host work,
+    # advisor.predict.absolute.mtp_gain) are exactly the catalogued MTP model types without it
+    assert set(f.mtp_eager_drafters) == {mt for mt, compiled in got["mtp_compiled"].items() if not compiled}
     assert f.profiles_cudagraph_memory == got["profiles_graphs"]
     assert got["parser"], f"{f.parser_module} has no make_arg_parser in vLLM {got['version']}"
     for gpu, (gib, name) in GPUS.items():

@@ -228,6 +228,23 @@ def reader_with_hosts(records: list):
     return read
 
 
+MTP_CONTEXT = 512
+"""Tokens of context the MTP check prices its steps at (ASSUMED: the ShareGPT prompts of campaign 9, ~300 tokens in
+SmolLM2's tokenizer, plus half of 256 output tokens)."""
+
+
+def _mtp_check(calibration_dir, profile_of) -> dict:
+    """advisor.predict.mtp_cost.evaluate on campaign 9's runs (read here, at the edge) and the shipped serving row."""
+    from advisor.predict import host_infer, mtp_cost
+    from advisor.predict import host_profile as hp
+
+    folder = calibration_dir / "gpu_real" / "h200-vllm0.26.0"
+    records = [r for name in mtp_cost.MTP_EAGER_FIT if (folder / name).is_dir() for r in read_jsonl_records(folder / name)]
+    row = hp.get("h200-vllm0.26.0-serving")
+    return mtp_cost.evaluate(records, host_infer.probed_profile_of(calibration_dir, profile_of), row.id, MTP_CONTEXT,
+                             (row.mtp_eager_step_s, row.mtp_eager_per_draft_s))  # fmt: skip
+
+
 def calibration_records(calibration_dir) -> list:
     """Every ProbeRecord committed under ``calibration_dir`` (probe stores and records.jsonl files), deduplicated."""
     from advisor.probe.record import ProbeRecord
@@ -369,6 +386,7 @@ def calibrate_cmd(
                                 "probe_check": _probe_check(profile_of),
                                 "serving_real_fit": real,
                                 "serving_fit": host_infer.serving_fit(data_path("calibration"), profile_of, read_jsonl_records)}
+        res["mtp"] = _mtp_check(data_path("calibration"), profile_of)
         if json_out:
             emit_json(res)
         else:
@@ -401,6 +419,13 @@ def calibrate_cmd(
                          f"{_by_method(dt['on_real_pairs']['median_abs_log_r'])}" if dt else ""))  # fmt: skip
             else:
                 print(f"\nH200 serving profile, real weights: {sr.get('reason')}")
+            mt = res["mtp"]
+            if mt.get("available"):
+                lo, f = mt["leave_one_concurrency_out"], mt["fit"]
+                print(f"\nMTP, eager drafter ({mt['build']}): {f['mtp_eager_step_s'] * 1e3:.2f} ms for the first draft + "
+                      f"{f['mtp_eager_per_draft_s'] * 1e3:.2f} ms per further draft ({f['points']} runs; shipped row "
+                      f"{'matches' if mt['shipped_matches_fit'] else 'DIFFERS'}); held out by concurrency: step excess median "
+                      f"|ln| {lo['median_abs_log_excess']}, R {lo['median_abs_log_r']} (GPU-only drafter: {lo['gpu_only_median_abs_log_r']})")  # fmt: skip
             rp = res["real_probes"]
             print("\nreal-weight probes: " + (f"{rp['campaigns']} setting(s)" if rp["available"] else rp["reason"]))
             for mode, m in (rp.get("modes") or {}).items():

@@ -325,7 +325,7 @@ def _one(p, gpu, lay, method, k, cap, base, concurrency, query, suffix_gain, pla
             cand.k_bar = gain.value * cand.r
             notes += notes2
     elif method == "mtp":
-        gain, cand.r, notes = mtp_gain(p, gpu, lay, n, context, k)
+        gain, cand.r, notes = _mtp_gain(p, gpu, lay, n, context, k, suffix_gain, gains, vf)
         cand.k_bar = gain.value * cand.r
     split = pp_split(lay.tp, query.gpus_per_node) if lay.dp == 1 else None
     if split is not None:  # multi-node: priced (and later rendered) as TP per node x PP across nodes
@@ -341,7 +341,7 @@ def _one(p, gpu, lay, method, k, cap, base, concurrency, query, suffix_gain, pla
             cand.load_guard = op.suffix_load_guard(cand.figures.running_per_replica, cand.p_win, vf, lay.dp)
         elif method in ("ngram", "mtp") and gain is not None:
             def gain_at(m: int):
-                return _spec_gain(p, gpu, lay, method, k, m, context, suffix_gain, gains, k_ngram_ref, workload)[0]
+                return _spec_gain(p, gpu, lay, method, k, m, context, suffix_gain, gains, k_ngram_ref, workload, vf)[0]
 
             cand.spec_schedule, cand.schedule_reason = op.spec_schedule(method, k, gain_at, cap or batch_defaults(gpu, vf.version)[1],
                                                                         lay.dp, vf)  # fmt: skip
@@ -376,12 +376,26 @@ def _ngram_gain(p, gpu, lay, n: int, context: float, k: int, sp, workload):
                       suffix_kbar_sigma=getattr(sp, "k_bar_sigma", 0.0))
 
 
+def _mtp_gain(p, gpu, lay, n: int, context: float, k: int, suffix_gain, gains, vf=None):
+    """MTP's gain at ``n`` running sequences per replica, on the host profile suffix's prediction at the same layout
+    matched (one host for every method; its K is the write-up's 32), with the drafter eager where this vLLM runs
+    the model's MTP module without torch.compile (``VllmFacts.mtp_eager_drafters``)."""
+    from advisor.vllm_facts import facts
+
+    key = (lay.tp, n, 32)
+    if key not in gains:
+        gains[key] = suffix_gain(*key)
+    sp = gains[key]
+    eager = p.model_type in (vf or facts()).mtp_eager_drafters
+    return mtp_gain(p, gpu, lay, n, context, k, build=_same_host(sp) if sp is not None else None, eager=eager)
+
+
 def _spec_gain(p, gpu, lay, method, k, n, context, suffix_gain, gains, k_ngram_ref,
-               workload=None) -> tuple[Band | None, float | None, list[str]]:  # fmt: skip
+               workload=None, vf=None) -> tuple[Band | None, float | None, list[str]]:  # fmt: skip
     """(gain band, P(win) for suffix, notes) of ``method`` at ``n`` running sequences per replica (the
     suffix prediction is the Predictor's at (TP, n, K), as :func:`_one` asks it)."""
     if method == "mtp":
-        band, _, notes = mtp_gain(p, gpu, lay, n, context, k)
+        band, _, notes = _mtp_gain(p, gpu, lay, n, context, k, suffix_gain, gains, vf)
         return band, None, notes
     key = (lay.tp, n, k if method == "suffix" else k_ngram_ref)
     if key not in gains:
@@ -417,7 +431,7 @@ def _operating_point(cand: Candidate, p, gpu, lay, method, k, kv_tokens, concurr
 
     def raw(n: int):
         if n not in memo:
-            memo[n] = _spec_gain(p, gpu, lay, method, k, n, context, suffix_gain, gains, k_ngram_ref, workload)
+            memo[n] = _spec_gain(p, gpu, lay, method, k, n, context, suffix_gain, gains, k_ngram_ref, workload, vf)
         return memo[n]
 
     notes = list(decode_step(p, gpu, lay, 1, context)[1])
@@ -467,7 +481,7 @@ def _operating_point(cand: Candidate, p, gpu, lay, method, k, kv_tokens, concurr
             cand.measured_gain = measured.gain if measured else None
     elif method in ("ngram", "mtp") and cand.figures.gain is not None:
         if method == "mtp":
-            _, cand.r, _ = mtp_gain(p, gpu, lay, n_run, context, k)
+            _, cand.r, _ = _mtp_gain(p, gpu, lay, n_run, context, k, suffix_gain, gains, vf)
         elif (sp := gains.get((lay.tp, n_run, k_ngram_ref))) is not None:
             _, cand.r, _ = _ngram_gain(p, gpu, lay, n_run, context, k, sp, workload)
         if cand.r:

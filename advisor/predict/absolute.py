@@ -24,6 +24,7 @@ file they come from). Units: seconds, tokens.
 from __future__ import annotations
 
 import math
+import statistics
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -173,20 +174,65 @@ def prefill_marginal(p: ModelProfile, gpu: GpuSpec, lay: ReplicaLayout, prompt_l
     return c.t_compute + c.t_allreduce
 
 
-def mtp_gain(p: ModelProfile, gpu: GpuSpec, lay: ReplicaLayout, seqs: int, context: float, k: int = 1) -> tuple[Band, float, list[str]]:
-    """Throughput gain of MTP with ``k`` drafts over plain decoding, and R. Drafting runs on the GPU
-    (one MTP layer forward per draft token: 1/num_layers of the main step's roofline, ASSUMED), so
-    the suffix-step CPU costs do not apply; the verification step is the main model at 1 + k tokens."""
-    plain, _ = decode_step(p, gpu, lay, seqs, context)
-    verify, _ = decode_step(p, gpu, lay, seqs, context, tokens_per_seq=1 + k, draft_share=1.0, k=k)
+def mtp_gain(p: ModelProfile, gpu: GpuSpec, lay: ReplicaLayout, seqs: int, context: float, k: int = 1, *,
+             build: str | None = None, eager: bool = False,
+             eager_costs: tuple[float, float] | None = None) -> tuple[Band, float, list[str]]:  # fmt: skip
+    """Throughput gain of MTP with ``k`` drafts over plain decoding, and R. MTP keeps async scheduling on, so the
+    suffix-step CPU costs do not apply: the verification step is the main model at 1 + k tokens (the host's
+    plain-step floor overlapped, ``build``'s profile; None: every profile matching ``gpu``, R their geometric mean).
+
+    Drafting: a drafter vLLM compiles runs on the GPU, one MTP layer forward per draft token (1/num_layers of the
+    main step's roofline + launches + the rejection sampler, ASSUMED). A drafter vLLM runs eagerly (``eager``:
+    ``VllmFacts.mtp_eager_drafters``) is host work: the host profile's MEASURED first-draft and per-further-draft
+    costs (``HostProfile.mtp_eager_step_s``, advisor.predict.mtp_cost), carried from the profiles that measured
+    them where this host's did not; ``eager_costs`` (seconds) overrides them (the held-out check)."""
+    from advisor.predict import host_profile as hp
+
+    builds = [build] if build else hp.match(gpu.name).profiles
     c = sc.step_cost(p, gpu, lay.tp, sc.StepShape(seqs=max(1, seqs), tokens_per_seq=1, context=context))
-    draft = k * (c.t_roofline / max(p.num_layers, 1) + sc.LAYER_LAUNCH_S["full"] * 4) + REJECTION_S
-    r = (verify + draft) / plain
+    gpu_draft = k * (c.t_roofline / max(p.num_layers, 1) + sc.LAYER_LAUNCH_S["full"] * 4) + REJECTION_S
+    rs, drafts, label, spread = [], [], "", []
+    for b in builds:
+        plain, _ = decode_step(p, gpu, lay, seqs, context, build=b)
+        verify, _ = decode_step(p, gpu, lay, seqs, context, tokens_per_seq=1 + k, draft_share=1.0, k=k, build=b)
+        if eager:  # measured whole over a plain step (verification growth included): the GPU's verification where larger
+            first, per, label = _eager_costs(b) if eager_costs is None else (*eager_costs, "MEASURED, given")
+            step = max(verify, plain + first + (k - 1) * per)
+            if label.startswith("carried"):  # another host's CPU: its cost ASSUMED within x2 either way
+                spread += [max(verify, plain + (first + (k - 1) * per) * f) / plain for f in (0.5, 2.0)]
+        else:
+            step = verify + gpu_draft
+        drafts.append(step - verify if not eager else step - plain)
+        rs.append(step / plain)
+    r = math.exp(sum(math.log(x) for x in rs) / len(rs))
+    draft = statistics.median(drafts)
     lo, mid, hi = (sum(a ** i for i in range(1, k + 1)) for a in MTP_ACCEPT)
-    band = Band(value=(1 + mid) / r, low=(1 + lo) / r, high=(1 + hi) / r)
-    notes = [f"{MTP_KBAR_HEAD} {MTP_ACCEPT[1]:.2f} [{MTP_ACCEPT[0]:.2f}, {MTP_ACCEPT[2]:.2f}] per draft (DeepSeek-V3 report; low end ASSUMED)",
-             f"MTP draft forward {draft * 1e3:.2f} ms per step (ASSUMED: one layer's share of the roofline + rejection sampler)"]
+    down, up = math.log(r / min(rs + spread)), math.log(max(rs + spread) / r)
+    band = Band(value=(1 + mid) / r, low=(1 + lo) / r * math.exp(-up), high=(1 + hi) / r * math.exp(down))
+    notes = [f"{MTP_KBAR_HEAD} {MTP_ACCEPT[1]:.2f} [{MTP_ACCEPT[0]:.2f}, {MTP_ACCEPT[2]:.2f}] per draft (DeepSeek-V3 report; low end ASSUMED)"]
+    if eager:
+        notes.append(f"MTP step {draft * 1e3:.2f} ms over a plain step: this vLLM runs {p.model_type}'s MTP drafter eagerly "
+                     f"(no torch.compile), host work ({label}"
+                     + ("; ASSUMED within x2 on this host, in the band)" if spread else ")"))  # fmt: skip
+    else:
+        notes.append(f"MTP draft forward {draft * 1e3:.2f} ms per step (ASSUMED: one layer's share of the roofline + rejection sampler)")
     return band, r, notes
+
+
+def _eager_costs(build: str) -> tuple[float, float, str]:
+    """(first-draft, per-further-draft) seconds of an eager MTP drafter on ``build``'s host profile, and where they
+    come from: measured there, else the median over the known profiles that measured them."""
+    from advisor.predict import host_profile as hp
+
+    prof = hp.get(build)
+    if prof.mtp_eager_step_s > 0:
+        return prof.mtp_eager_step_s, prof.mtp_eager_per_draft_s, f"MEASURED on host profile {prof.id}"
+    measured = [x for x in hp.profiles() if x.mtp_eager_step_s > 0]
+    if not measured:
+        return 0.0, 0.0, "carried: no host profile measured it, 0"
+    first = statistics.median(x.mtp_eager_step_s for x in measured)
+    per = statistics.median(x.mtp_eager_per_draft_s for x in measured)
+    return first, per, f"carried: MEASURED on {', '.join(x.id for x in measured)}, not on {prof.id}"
 
 
 def ngram_gain(p: ModelProfile, gpu: GpuSpec, lay: ReplicaLayout, seqs: int, context: float, k: int, suffix_kbar: float,

@@ -66,6 +66,13 @@ class HostProfile(BaseModel):
     (model, corpus, concurrency, configuration) probed in more than one fresh boot (host_infer.run_to_run_sigma).
     A prediction on this host carries it in its interval: one serving run lands that far from another at the
     same setting. 0: not measured (a profile without repeated probes; the seed rows' residual carries their noise)."""
+    mtp_eager_step_s: float = Field(default=0.0, ge=0.0)
+    mtp_eager_per_draft_s: float = Field(default=0.0, ge=0.0)
+    """An MTP step of a drafter vLLM runs eagerly (``VllmFacts.mtp_eager_drafters``: no torch.compile, so each
+    draft forward is host-bound Python work): seconds the step costs over the verification step of the main model
+    at 1 + K tokens, for the first draft and for each further one (per step, whatever the batch: the measured cost
+    did not grow with concurrency 1-32). MEASURED from ``mtp:1`` / ``mtp:3`` probes against vanilla
+    (advisor.predict.mtp_cost); 0: not measured here (carried from the profiles that measured it)."""
     role: Literal["host", "exact", "reference"] = "host"
     """``host``: matched to a user's host by fingerprint, else by GPU; ``exact``: matched only when GPU, CPU
     model and vLLM line all match (a measurement of that host class behind ``vllm serve``, too specific to
@@ -101,7 +108,8 @@ USER_FILE = "host_profiles.csv"
 """The file ``advisor calibrate`` writes in the data dir: profiles measured by probes on the user's hosts."""
 FIELDS = ("id", "aliases", "gpu", "cpu_model", "vllm_version", "suffix_step_s", "suffix_per_seq_s", "ngram_step_s",
           "ngram_per_seq_s", "provenance", "source", "async_off_step_s", "async_off_per_seq_s", "role",
-          "plain_floor_step_s", "plain_floor_per_seq_s", "suffix_run_sigma", "ngram_run_sigma")  # fmt: skip
+          "plain_floor_step_s", "plain_floor_per_seq_s", "suffix_run_sigma", "ngram_run_sigma", "mtp_eager_step_s",
+          "mtp_eager_per_draft_s")  # fmt: skip
 
 
 def run_sigma_of(ids, method: Method = "suffix") -> float:

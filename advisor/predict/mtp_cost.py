@@ -1,0 +1,118 @@
+"""What an MTP step costs on a host, from ``mtp:K`` probes against vanilla (``advisor probe --configs
+vanilla,mtp:1,mtp:3``), for a drafter vLLM runs eagerly (``VllmFacts.mtp_eager_drafters``).
+
+A step of ``mtp:K`` measures ``tokens_per_step x requests in flight / output tok/s`` (vLLM's counters, the same
+definition as every probe's R). Its cost over the main model's verification step at 1 + K tokens per sequence
+(``absolute.decode_step`` on the host's profile, the plain-step host floor included: MTP keeps async scheduling
+on) is the drafting: K forwards of the MTP layer, the EAGLE-style input preparation and the rejection sampler.
+With an eager drafter that is host work, so it is fitted as a per-step cost for the first draft plus one per
+further draft, without a per-sequence term (the measured excess did not grow from concurrency 1 to 32).
+
+Pure: records in (read at the CLI edge), figures out. ``fit`` gives the two costs (medians over concurrency and
+passes), ``evaluate`` checks them leave-one-concurrency-out against the R they predict, beside the R the ASSUMED
+GPU-only drafter predicts (one MTP layer's share of the roofline, ``absolute.mtp_gain`` with ``eager=False``).
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections import defaultdict
+
+MTP_EAGER_FIT = ("glm-p1", "glm-p2")
+"""Folders under calibration/gpu_real/h200-vllm0.26.0/ (campaign 9, calibration/gpu_real/README.md): a GLM-4.5-Air
+shape cut to 12 decoder layers (its MTP layer kept), dummy weights, vanilla / mtp:1 / mtp:3, ShareGPT text at
+concurrency 1, 8 and 32, two passes, each in fresh boots."""
+
+
+def step_ms(r) -> float:
+    """Milliseconds per engine step of a probe record: tokens per step x requests in flight / output tok/s."""
+    return (r.tokens_per_step or 1.0) * (r.mean_in_flight or r.concurrency) / r.throughput_tok_s * 1e3
+
+
+def points(records) -> list[dict]:
+    """One point per (folder's boot pass, concurrency, mtp:K) with that pass's vanilla at the same concurrency."""
+    by = defaultdict(dict)
+    for r in records:
+        if r.outcome != "ok" or not r.throughput_tok_s:
+            continue
+        if r.config == "vanilla" or (r.speculative_method == "mtp" and "@" not in r.config):
+            by[(r.log_path.rsplit("/", 2)[-2] if r.log_path else r.campaign_id, r.concurrency)][r.config] = r
+    out = []
+    for (run, conc), cfgs in sorted(by.items()):
+        van = cfgs.get("vanilla")
+        for cfg, r in sorted(cfgs.items()):
+            if van is None or cfg == "vanilla":
+                continue
+            out.append({"run": run, "concurrency": conc, "k": r.num_speculative_tokens, "seqs": r.mean_in_flight or conc,
+                        "model": r.model, "gpu": r.gpu, "tp": r.tensor_parallel_size, "vanilla_ms": step_ms(van),
+                        "mtp_ms": step_ms(r), "k_bar": r.tokens_per_step, "r_measured": step_ms(r) / step_ms(van)})  # fmt: skip
+    return out
+
+
+def fit(pts: list[dict]) -> dict:
+    """(first-draft, per-further-draft) seconds: medians over the points of the step's excess over the same pass's
+    vanilla step at the same concurrency (``mtp:1``: the first draft; ``mtp:K`` > 1: (excess - first) / (K - 1)).
+    The excess is measured whole (drafting, input preparation, rejection and the verification's growth from 1 to
+    1 + K tokens), so ``absolute.mtp_gain`` prices an eager step as max(the modelled verification step, the
+    plain step + this cost): the GPU verification alone where it is the larger."""
+    excess = defaultdict(list)
+    for pt in pts:
+        excess[pt["k"]].append(pt["mtp_ms"] - pt["vanilla_ms"])
+    if 1 not in excess:
+        return {"available": False, "reason": "no mtp:1 runs"}
+    first = statistics.median(excess[1])
+    further = [(e - first) / (k - 1) for k, es in excess.items() if k > 1 for e in es]
+    per = statistics.median(further) if further else 0.0
+    return {"available": True, "mtp_eager_step_s": round(max(0.0, first) / 1e3, 5),
+            "mtp_eager_per_draft_s": round(max(0.0, per) / 1e3, 5), "points": len(pts)}
+
+
+def r_predicted(profile, pt: dict, build: str, context: float, *, eager_costs: tuple[float, float] | None) -> float:
+    """R of ``pt``'s setting as ``absolute.mtp_gain`` prices it: with the given eager costs (seconds), or the
+    ASSUMED GPU-only drafter (``None``)."""
+    from advisor.hardware.gpus import get_gpu
+    from advisor.predict.absolute import ReplicaLayout, mtp_gain
+
+    seqs = max(1, round(pt["seqs"]))
+    _, r, _ = mtp_gain(profile, get_gpu(pt["gpu"]), ReplicaLayout(tp=pt["tp"]), seqs, context, pt["k"], build=build,
+                       eager=eager_costs is not None, eager_costs=eager_costs)  # fmt: skip
+    return r
+
+
+def evaluate(records, profile_of, build: str, context: float, shipped: tuple[float, float]) -> dict:
+    """The fit on every point, the shipped costs' agreement with it, and leave-one-concurrency-out: each
+    concurrency's step excess and R predicted from the costs fitted on the others (R as ``mtp_gain`` prices it,
+    the plain step modelled), against the GPU-only drafter's R."""
+    pts = points(records)
+    if not pts:
+        return {"available": False, "reason": "no vanilla + mtp:K probe records"}
+    full = fit(pts)
+    rows, err_x, err_fit, err_gpu = [], [], [], []
+    for conc in sorted({p["concurrency"] for p in pts}):
+        f = fit([p for p in pts if p["concurrency"] != conc])
+        if not f.get("available"):
+            continue
+        costs = (f["mtp_eager_step_s"], f["mtp_eager_per_draft_s"])
+        for pt in (p for p in pts if p["concurrency"] == conc):
+            prof = profile_of(pt["model"])
+            x_pred = (costs[0] + (pt["k"] - 1) * costs[1]) * 1e3
+            x_meas = pt["mtp_ms"] - pt["vanilla_ms"]
+            r_fit = r_predicted(prof, pt, build, context, eager_costs=costs)
+            r_gpu = r_predicted(prof, pt, build, context, eager_costs=None)
+            err_x.append(abs(math.log(x_pred / x_meas)))
+            err_fit.append(abs(math.log(r_fit / pt["r_measured"])))
+            err_gpu.append(abs(math.log(r_gpu / pt["r_measured"])))
+            rows.append({"run": pt["run"], "concurrency": conc, "k": pt["k"], "excess_ms_measured": round(x_meas, 2),
+                         "excess_ms_held_out": round(x_pred, 2), "r_measured": round(pt["r_measured"], 3),
+                         "r_eager_held_out": round(r_fit, 3), "r_gpu_only": round(r_gpu, 3)})  # fmt: skip
+
+    def med(xs):
+        return round(statistics.median(xs), 4) if xs else None
+
+    return {"available": True, "build": build, "fit": full,
+            "shipped": {"mtp_eager_step_s": shipped[0], "mtp_eager_per_draft_s": shipped[1]},
+            "shipped_matches_fit": bool(full.get("available")) and math.isclose(shipped[0], full["mtp_eager_step_s"], rel_tol=0.02)
+            and math.isclose(shipped[1], full["mtp_eager_per_draft_s"], rel_tol=0.02, abs_tol=1e-5),
+            "leave_one_concurrency_out": {"median_abs_log_excess": med(err_x), "median_abs_log_r": med(err_fit),
+                                          "gpu_only_median_abs_log_r": med(err_gpu), "rows": rows}}  # fmt: skip
