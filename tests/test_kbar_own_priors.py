@@ -9,6 +9,8 @@ import importlib.util
 import statistics
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -146,3 +148,19 @@ def test_priors_stand_on_the_serving_dtype_and_the_float32_runs_show_why():
     assert all("bf16" in p["source"] or p["hosts"] == "H200" for p in priors)
     f32 = [r for r in kp.own_evidence() if r["dtype"] == "float32"]
     assert f32 and kp.derive_own(f32) == []  # float32 evidence alone makes no prior
+
+
+def test_published_bands_are_sized_from_the_reference_k_priors_only():
+    """A published figure's band is the spread measured K̄ of one corpus had across settings and hosts: the priors at
+    the method's reference K (suffix 32, n-gram 4). The priors at other Ks (suffix:4, ngram:16: a few H200 settings)
+    have narrow bands and would shrink it (suffix 0.42 -> 0.34 in ln when they were pooled, session 13)."""
+    import statistics
+
+    from advisor.predict import kbar_prior as kp
+
+    own = kp.own_priors()
+    assert {(p.method, p.k) for p in own} >= {("suffix", 4), ("suffix", 32), ("ngram", 4), ("ngram", 16)}
+    for method, ref in (("suffix", kp.PRIOR_K), ("ngram", kp.DEFAULT_NGRAM_PRIOR_K)):
+        at_ref = [math.log(p.k_bar_high / p.k_bar_low) / 2 for p in own if p.method == method and p.k == ref]
+        assert kp.published_spread(method) == pytest.approx(statistics.median(at_ref))
+    assert 0.35 < kp.published_spread("suffix") < 0.5 and 0.2 < kp.published_spread("ngram") < 0.35

@@ -336,12 +336,15 @@ def published_kbars() -> tuple[PublishedKbar, ...]:
 
 def published_spread(method: str, own: tuple[OwnKbarPrior, ...] | list[OwnKbarPrior] | None = None) -> float:
     """Half-width in ln K̄ of a published prior's 90 % band: the median, over the own-output priors of
-    ``method`` (calibration/kbar_own_priors.csv), of ln(k_bar_high / k_bar_low) / 2 — how far measured K̄
+    ``method`` at its reference K (calibration/kbar_own_priors.csv), of ln(k_bar_high / k_bar_low) / 2 — how far measured K̄
     of one corpus moved between settings and hosts, MEASURED. A published figure is one setting (its model,
     prompts, lengths and tree), so a deployment of the same corpus is given that much room."""
     import statistics
 
-    rows = [p for p in (own_priors() if own is None else own) if p.method == method and p.k_bar_low > 0]
+    # at the method's reference K (suffix 32, n-gram 4): those priors span settings and hosts; the other Ks' (suffix:4,
+    # ngram:16) are a few settings of one host, whose narrow bands would state less spread than was measured
+    ref = PRIOR_K if method == "suffix" else DEFAULT_NGRAM_PRIOR_K
+    rows = [p for p in (own_priors() if own is None else own) if p.method == method and p.k_bar_low > 0 and p.k == ref]
     if not rows:
         raise DataError(f"calibration/{OWN_PRIORS_FILE} has no {method} row to size published priors' bands from")
     return statistics.median(math.log(p.k_bar_high / p.k_bar_low) / 2 for p in rows)
