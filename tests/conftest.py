@@ -11,10 +11,7 @@ REPO = Path(__file__).resolve().parent.parent
 CATALOG = REPO / "catalog" / "models"
 
 
-@pytest.fixture(autouse=True)
-def isolated_home(tmp_path_factory, monkeypatch):
-    """A fresh HOME/XDG tree per test; the HF hub is never contacted."""
-    home = tmp_path_factory.mktemp("home")
+def _isolate(home: Path, monkeypatch) -> None:
     for name in list(os.environ):
         if name.startswith("ADVISOR_"):
             monkeypatch.delenv(name)
@@ -27,7 +24,33 @@ def isolated_home(tmp_path_factory, monkeypatch):
     from advisor.cli import common
 
     common.set_global_overrides()
+
+
+@pytest.fixture(autouse=True)
+def isolated_home(tmp_path_factory, monkeypatch):
+    """A fresh HOME/XDG tree per test; the HF hub is never contacted."""
+    home = tmp_path_factory.mktemp("home")
+    _isolate(home, monkeypatch)
     return home
+
+
+@pytest.fixture(scope="session")
+def calibrate_evaluate_json(tmp_path_factory) -> dict:
+    """The output of ``advisor calibrate --evaluate --json`` through the real entry point, run once per session (it
+    takes ~45 s on 2 cores) in an isolated home like every test's; the tests that read it each assert their part."""
+    import contextlib
+    import io
+    import json
+
+    from advisor.cli.app import main
+
+    buf = io.StringIO()
+    with pytest.MonkeyPatch.context() as mp:
+        _isolate(tmp_path_factory.mktemp("home-evaluate"), mp)
+        with contextlib.redirect_stdout(buf):
+            code = main(["calibrate", "--evaluate", "--json"])
+    assert code == 0, buf.getvalue()[-2000:]
+    return json.loads(buf.getvalue())
 
 
 @pytest.fixture

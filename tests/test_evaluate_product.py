@@ -60,11 +60,8 @@ def test_probe_band_keeps_the_rule_default(setup, tmp_path):
     assert band and below, "the seed sweep has held-out rows in the lower probe band and below it"
 
 
-def test_calibrate_evaluate_json_has_the_product_score(capsys):
-    from advisor.cli.app import main
-
-    assert main(["calibrate", "--evaluate", "--json"]) == 0
-    out = json.loads(capsys.readouterr().out)
+def test_calibrate_evaluate_json_has_the_product_score(calibrate_evaluate_json):
+    out = calibrate_evaluate_json
     product = out["lomo"]["product"]
     for state in ("OFF", "ON"):
         assert {"geo_frac", "min_frac", "accuracy", "rows", "unsure_rows"} <= product[state].keys()

@@ -41,6 +41,12 @@ def test_shipped_mtp_costs_are_the_fit_of_the_committed_runs_and_hold_out_by_con
         assert abs(math.log(r["r_eager_held_out"] / r["r_measured"])) < abs(math.log(r["r_gpu_only"] / r["r_measured"]))
 
 
+def test_calibrate_evaluate_reports_the_mtp_check(calibrate_evaluate_json):
+    mtp = calibrate_evaluate_json["mtp"]
+    assert mtp["available"] and mtp["shipped_matches_fit"] and mtp["build"] == "h200-vllm0.26.0-serving"
+    assert mtp["leave_one_concurrency_out"]["median_abs_log_excess"] < 0.2
+
+
 def test_eager_drafter_is_priced_as_host_work_only_for_its_class():
     """glm4_moe's drafter is eager in every supported release (tests/test_vllm_facts.py reads vLLM's source);
     DeepSeek-V3's is compiled and keeps the GPU-only price. On the measured host class the measured cost applies;

@@ -74,13 +74,8 @@ def test_shipped_kbar_priors_match_the_seed(profile_of):
         assert shipped[key] == pytest.approx(value, rel=1e-3), key
 
 
-def test_calibrate_cli_evaluate_json(capsys):
-    import json
-
-    from advisor.cli.app import main
-
-    assert main(["calibrate", "--evaluate", "--json"]) == 0
-    out = json.loads(capsys.readouterr().out)
+def test_calibrate_cli_evaluate_json(calibrate_evaluate_json):
+    out = calibrate_evaluate_json
     for state in ("OFF", "ON"):
         for key in ("geo_frac", "min_frac", "accuracy"):
             assert key in out["lomo"][state]
