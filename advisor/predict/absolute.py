@@ -202,7 +202,7 @@ def mtp_gain(p: ModelProfile, gpu: GpuSpec, lay: ReplicaLayout, seqs: int, conte
                 spread += [max(verify, plain + (first + (k - 1) * per) * f) / plain for f in (0.5, 2.0)]
         else:
             step = verify + gpu_draft
-        drafts.append(step - verify if not eager else step - plain)
+        drafts.append(step - plain if eager else gpu_draft)  # what the note reports: over a plain step, or the GPU draft
         rs.append(step / plain)
     r = math.exp(sum(math.log(x) for x in rs) / len(rs))
     draft = statistics.median(drafts)
