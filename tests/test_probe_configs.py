@@ -151,3 +151,16 @@ def test_bad_corpora(tmp_path: Path) -> None:
     obj.write_text('{"prompt": "x"}')
     with pytest.raises(UsageError, match="array"):
         load_corpus(str(obj))
+
+
+def test_probe_refuses_mtp_for_a_model_without_mtp_layers_before_any_boot(run_cli, tmp_path):
+    """``--configs mtp`` on a checkpoint with no MTP layers (read offline from its config: here the bundled catalog) is
+    a usage error naming the fix, before a server is started or a store written; a model with them is accepted."""
+    code, out, err = run_cli("--data-dir", str(tmp_path / "data"), "probe", "meta-llama/Llama-3.1-8B-Instruct",
+                             "--corpus", "humaneval", "--configs", "vanilla,mtp:1", "--server-cmd", "false")  # fmt: skip
+    assert code == 2 and "has no MTP layers" in err and "suffix[:K] or ngram[:K]" in err and "Traceback" not in err
+    assert not (tmp_path / "data").exists()
+    from advisor.cli.probe import _check_mtp_layers
+
+    _check_mtp_layers("zai-org/GLM-4.5-Air")  # one MTP layer: no error
+    _check_mtp_layers("no-such-org/no-such-model")  # config not at hand offline: vLLM's refusal is recorded instead

@@ -103,9 +103,12 @@ def probe_cmd(
             raise UsageError(f"--dummy-weights contradicts --extra-args' --load-format {given}")
         if given is None:
             extra += ["--load-format", "dummy"]
+    parsed = parse_configs(configs)
+    if any(c.method == "mtp" for c in parsed):
+        _check_mtp_layers(model)
     try:
         spec = CampaignSpec(
-            model=model, corpus=corpus, configs=parse_configs(configs), load=load, base=base, server_cmd=server_cmd,
+            model=model, corpus=corpus, configs=parsed, load=load, base=base, server_cmd=server_cmd,
             extra_args=extra, api=api, campaign=campaign, boot_timeout_s=boot_timeout, retry_failed=retry_failed,
             passes=repeat, save_responses=save_responses,
         )  # fmt: skip
@@ -123,6 +126,22 @@ def probe_cmd(
         print(f"error: every probed configuration failed ({', '.join(sorted({r.outcome for r in result.records}))})",
               file=sys.stderr)  # fmt: skip
         raise typer.Exit(ProbeError.exit_code)
+
+
+def _check_mtp_layers(model: str) -> None:
+    """``mtp[:K]`` needs the checkpoint's own MTP layers: refuse before any boot when the model's config is at hand
+    (a local directory or the bundled catalog, read offline) and has none; otherwise vLLM's refusal is recorded."""
+    from advisor.errors import AdvisorError, UsageError
+    from advisor.model.load import load_profile
+    from advisor.settings import load_settings
+
+    try:
+        profile = load_profile(model, load_settings().model_copy(update={"offline": True}))
+    except AdvisorError:
+        return
+    if not profile.mtp_layers:
+        raise UsageError(f"--configs mtp: {model} has no MTP layers (num_nextn_predict_layers is 0 or absent in its "
+                         "config.json); probe suffix[:K] or ngram[:K] for it instead")  # fmt: skip
 
 
 def _report(result, store, json_out: bool, *, model: str, save_responses: str | None) -> None:
