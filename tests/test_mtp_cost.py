@@ -93,3 +93,31 @@ def test_recommend_names_how_the_mtp_step_was_priced(model):
         assert "drafter eagerly" in text and "carried: MEASURED on h200-vllm0.26.0-serving" in text
     else:
         assert "drafter eagerly" not in text and "MTP draft forward" in text
+
+
+def test_calibrate_fits_the_probed_hosts_mtp_cost_into_its_profile(tmp_path, run_cli):
+    """A user's store with vanilla / mtp:K runs beside ngram:4 pairs (campaign 9's own store): ``advisor calibrate``
+    writes the host's profile with the eager drafter's costs (mtp_cost.fit of those runs); mtp:K runs with no
+    suffix/n-gram pair make no profile and calibrate says why instead of staying silent."""
+    import shutil
+    import sqlite3
+
+    from advisor.predict import host_profile as hp
+
+    data = tmp_path / "data"
+    data.mkdir()
+    shutil.copy(GPU / "store9" / "probes.sqlite", data / "probes.sqlite")
+    code, out, err = run_cli("--data-dir", str(data), "calibrate")
+    assert code == 0, err
+    row = next(r for r in hp.read_rows((data / "host_profiles.csv").read_text()) if r.id.startswith("probe-6a23339f73ea"))
+    shipped = hp.get("h200-vllm0.26.0-serving")
+    assert (row.mtp_eager_step_s, row.mtp_eager_per_draft_s) == (shipped.mtp_eager_step_s, shipped.mtp_eager_per_draft_s)
+    assert "MTP (eager drafter) 6.14 ms + 3.54 ms per further draft" in out
+    conn = sqlite3.connect(data / "probes.sqlite")
+    conn.execute("DELETE FROM probes WHERE config LIKE 'ngram%'")
+    conn.commit()
+    conn.close()
+    (data / "host_profiles.csv").unlink()
+    code, out, err = run_cli("--data-dir", str(data), "calibrate")
+    assert code == 0 and not (data / "host_profiles.csv").exists()
+    assert "its mtp:K runs alone make no host profile; add suffix:32 or ngram:4" in out

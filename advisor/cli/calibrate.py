@@ -192,17 +192,52 @@ def _store_host_profiles(records, profile_of) -> dict:
     path = settings().data_dir / host_profile.USER_FILE
     from advisor.errors import AdvisorError
 
+    from advisor.paths import data_path
+
+    profile_of = host_infer.probed_profile_of(data_path("calibration"), profile_of)  # probed dirs known by name too
     fitted, skipped = [], []
     asyncs = host_infer.async_off_pairs(records or [])
-    for fp, pairs in host_infer.probe_pairs(records or []).items():
+    paired = host_infer.probe_pairs(records or [])
+    for fp, pairs in paired.items():
         try:
-            fitted.append(host_infer.profile_from_probes(pairs, profile_of, async_pairs=asyncs.get(fp)))
+            fit = host_infer.profile_from_probes(pairs, profile_of, async_pairs=asyncs.get(fp))
         except AdvisorError as exc:  # a probed model the catalog cannot resolve: say so, fit the others
             skipped.append(f"host {fp[:12]}: {exc}")
+            continue
+        mtp = _mtp_eager_fit([r for r in records if r.host_fingerprint == fp], profile_of)
+        if mtp.get("available"):
+            fit["profile"].update(mtp_eager_step_s=mtp["mtp_eager_step_s"], mtp_eager_per_draft_s=mtp["mtp_eager_per_draft_s"])
+            fit["profile"]["provenance"] += (f"; MTP (eager drafter): MEASURED by advisor probe ({mtp['points']} vanilla/mtp:K "
+                                             "run(s), advisor.predict.mtp_cost.fit)")  # fmt: skip
+        fitted.append(fit)
+    for fp in sorted({r.host_fingerprint for r in records or [] if r.host_fingerprint and r.speculative_method == "mtp"} - set(paired)):
+        skipped.append(f"host {fp[:12]}: its mtp:K runs alone make no host profile; add suffix:32 or ngram:4 to the "
+                       "campaign (the profile is fitted on their pairs with vanilla), and rerun advisor calibrate")  # fmt: skip
     if fitted:
         path.parent.mkdir(parents=True, exist_ok=True)
         write_one(path, host_profile.render_rows([host_profile.HostProfile(**f["profile"]) for f in fitted]))
     return {"file": str(path), "profiles": fitted, "skipped": skipped}
+
+
+def _mtp_eager_fit(records, profile_of) -> dict:
+    """advisor.predict.mtp_cost.fit on the vanilla / mtp:K runs of one host whose model's MTP drafter this vLLM runs
+    eagerly (VllmFacts.mtp_eager_drafters): the only class the host profile's MTP cost prices."""
+    from advisor.errors import AdvisorError
+    from advisor.predict import mtp_cost
+    from advisor.vllm_facts import facts, is_supported
+
+    def eager(r) -> bool:
+        try:
+            model_type = profile_of(r.model).model_type
+        except AdvisorError:
+            return False
+        version = r.vllm_version if r.vllm_version and is_supported(r.vllm_version) else None
+        return model_type in (facts(version) if version else facts()).mtp_eager_drafters
+
+    models = {r.model for r in records if r.speculative_method == "mtp" and r.outcome == "ok" and eager(r)}
+    if not models:
+        return {"available": False}
+    return mtp_cost.fit(mtp_cost.points([r for r in records if r.model in models]))
 
 
 def _print_published(pub: dict) -> None:
@@ -464,7 +499,11 @@ def calibrate_cmd(
               f"{pr['ngram_step_s'] * 1e3:.2f} ms + {pr['ngram_per_seq_s'] * 1e6:.0f} us/seq"
               + (f" (of which async scheduling off {pr['async_off_step_s'] * 1e3:.2f} ms + {pr['async_off_per_seq_s'] * 1e6:.0f} us/seq)"
                  if pr["async_off_step_s"] else "")
+              + (f"; MTP (eager drafter) {pr['mtp_eager_step_s'] * 1e3:.2f} ms + {pr['mtp_eager_per_draft_s'] * 1e3:.2f} ms per further draft"
+                 if pr.get("mtp_eager_step_s") else "")
               + (" (AT THE FIT GRID'S EDGE)" if h["at_grid_edge"] else "") + f" -> {report['host_profiles']['file']}")
+    for line in report["host_profiles"]["skipped"]:
+        print(f"host profile not fitted: {line}")
     print(f"calibration: {report['seed_rows']} seed rows + {report['probe_rows']} probe rows ({where})")
     if not report["rows"]:
         print("  no paired suffix/vanilla probe campaigns to refit on; the shipped seed calibration stays in use")
