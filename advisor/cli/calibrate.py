@@ -189,28 +189,28 @@ def _store_host_profiles(records, profile_of) -> dict:
     from advisor.atomic import write_one
     from advisor.predict import host_infer, host_profile
 
-    path = settings().data_dir / host_profile.USER_FILE
     from advisor.errors import AdvisorError
-
     from advisor.paths import data_path
 
+    path = settings().data_dir / host_profile.USER_FILE
     profile_of = host_infer.probed_profile_of(data_path("calibration"), profile_of)  # probed dirs known by name too
     fitted, skipped = [], []
     asyncs = host_infer.async_off_pairs(records or [])
     paired = host_infer.probe_pairs(records or [])
+    mtp_paired = host_infer.probe_pairs(records or [], methods=("mtp",))
     for fp, pairs in paired.items():
         try:
             fit = host_infer.profile_from_probes(pairs, profile_of, async_pairs=asyncs.get(fp))
         except AdvisorError as exc:  # a probed model the catalog cannot resolve: say so, fit the others
             skipped.append(f"host {fp[:12]}: {exc}")
             continue
-        mtp = _mtp_eager_fit([r for r in records if r.host_fingerprint == fp], profile_of)
+        mtp = _mtp_eager_fit(mtp_paired.get(fp, []), profile_of)
         if mtp.get("available"):
             fit["profile"].update(mtp_eager_step_s=mtp["mtp_eager_step_s"], mtp_eager_per_draft_s=mtp["mtp_eager_per_draft_s"])
             fit["profile"]["provenance"] += (f"; MTP (eager drafter): MEASURED by advisor probe ({mtp['points']} vanilla/mtp:K "
                                              "run(s), advisor.predict.mtp_cost.fit)")  # fmt: skip
         fitted.append(fit)
-    for fp in sorted({r.host_fingerprint for r in records or [] if r.host_fingerprint and r.speculative_method == "mtp"} - set(paired)):
+    for fp in sorted(set(mtp_paired) - set(paired)):
         skipped.append(f"host {fp[:12]}: its mtp:K runs alone make no host profile; add suffix:32 or ngram:4 to the "
                        "campaign (the profile is fitted on their pairs with vanilla), and rerun advisor calibrate")  # fmt: skip
     if fitted:
@@ -219,25 +219,23 @@ def _store_host_profiles(records, profile_of) -> dict:
     return {"file": str(path), "profiles": fitted, "skipped": skipped}
 
 
-def _mtp_eager_fit(records, profile_of) -> dict:
-    """advisor.predict.mtp_cost.fit on the vanilla / mtp:K runs of one host whose model's MTP drafter this vLLM runs
-    eagerly (VllmFacts.mtp_eager_drafters): the only class the host profile's MTP cost prices."""
+def _mtp_eager_fit(pairs, profile_of) -> dict:
+    """advisor.predict.mtp_cost.fit on one host's vanilla / mtp:K pairs (host_infer.probe_pairs) of the models whose
+    MTP drafter the probed vLLM runs eagerly (VllmFacts.mtp_eager_drafters): the only class the profile's MTP cost prices."""
     from advisor.errors import AdvisorError
     from advisor.predict import mtp_cost
-    from advisor.vllm_facts import facts, is_supported
+    from advisor.vllm_facts import DEFAULT_VERSION, facts, is_supported
 
     def eager(r) -> bool:
         try:
             model_type = profile_of(r.model).model_type
         except AdvisorError:
             return False
-        version = r.vllm_version if r.vllm_version and is_supported(r.vllm_version) else None
-        return model_type in (facts(version) if version else facts()).mtp_eager_drafters
+        version = r.vllm_version if r.vllm_version and is_supported(r.vllm_version) else DEFAULT_VERSION
+        return model_type in facts(version).mtp_eager_drafters
 
-    models = {r.model for r in records if r.speculative_method == "mtp" and r.outcome == "ok" and eager(r)}
-    if not models:
-        return {"available": False}
-    return mtp_cost.fit(mtp_cost.points([r for r in records if r.model in models]))
+    kept = [r for p in pairs if eager(p.suf) for r in (p.van, p.suf)]
+    return mtp_cost.fit(mtp_cost.points(kept)) if kept else {"available": False}
 
 
 def _print_published(pub: dict) -> None:
@@ -273,7 +271,7 @@ def _mtp_check(calibration_dir, profile_of) -> dict:
     from advisor.predict import host_infer, mtp_cost
     from advisor.predict import host_profile as hp
 
-    folder = calibration_dir / "gpu_real" / "h200-vllm0.26.0"
+    folder = calibration_dir / host_infer.SERVING_CAMPAIGN
     records = [r for name in mtp_cost.MTP_EAGER_FIT if (folder / name).is_dir() for r in read_jsonl_records(folder / name)]
     row = hp.get("h200-vllm0.26.0-serving")
     return mtp_cost.evaluate(records, host_infer.probed_profile_of(calibration_dir, profile_of), row.id, MTP_CONTEXT,

@@ -378,11 +378,12 @@ def _ngram_gain(p, gpu, lay, n: int, context: float, k: int, sp, workload):
 
 def _mtp_gain(p, gpu, lay, n: int, context: float, k: int, suffix_gain, gains, vf=None):
     """MTP's gain at ``n`` running sequences per replica, on the host profile suffix's prediction at the same layout
-    matched (one host for every method; its K is the write-up's 32), with the drafter eager where this vLLM runs
-    the model's MTP module without torch.compile (``VllmFacts.mtp_eager_drafters``)."""
+    matched (one host for every method; at the priors' K), with the drafter eager where this vLLM runs the model's
+    MTP module without torch.compile (``VllmFacts.mtp_eager_drafters``)."""
+    from advisor.predict.kbar_prior import PRIOR_K
     from advisor.vllm_facts import facts
 
-    key = (lay.tp, n, 32)
+    key = (lay.tp, n, PRIOR_K)
     if key not in gains:
         gains[key] = suffix_gain(*key)
     sp = gains[key]

@@ -84,7 +84,7 @@ def _no_async(r) -> bool:
 
 
 class _Pair:
-    """One campaign's vanilla + speculative (``suffix:K`` or ``ngram:K``) runs on a GPU host, with the R they imply."""
+    """One campaign's vanilla + speculative (``suffix:K``, ``ngram:K`` or ``mtp:K``) runs on a GPU host, with the R they imply."""
 
     def __init__(self, van, suf) -> None:
         self.van, self.suf = van, suf
@@ -107,9 +107,11 @@ class _Pair:
             (1.0 if getattr(suf, "weights", "real") == "dummy" else 0.6)  # fmt: skip
 
 
-def probe_pairs(records) -> dict[str, list[_Pair]]:
-    """{host fingerprint: pairs}: ok vanilla + ``suffix:K`` / ``ngram:K`` runs of one campaign on a GPU
-    (dummy weights welcome: only the step cost is read from them, through R = tokens per step / gain)."""
+def probe_pairs(records, methods: tuple[str, ...] = ("suffix", "ngram")) -> dict[str, list[_Pair]]:
+    """{host fingerprint: pairs}: ok vanilla + ``METHOD:K`` runs (``methods``: suffix and n-gram, the CPU proposers;
+    advisor.predict.mtp_cost asks for ``mtp``) of one campaign on a GPU (dummy weights welcome: only the step cost
+    is read from them, through R = tokens per step / gain)."""
+    prefixes = tuple(f"{m}:" for m in methods)
     by: dict[str, list] = {}
     for r in records:
         if r.outcome == "ok" and r.throughput_tok_s and r.gpu and r.host_fingerprint:
@@ -117,7 +119,7 @@ def probe_pairs(records) -> dict[str, list[_Pair]]:
     out: dict[str, list[_Pair]] = {}
     for recs in by.values():
         vans = [r for r in recs if r.config == "vanilla" and not _no_async(r)]
-        for suf in (r for r in recs if r.config.startswith(("suffix:", "ngram:")) and "@" not in r.config and r.tokens_per_step):
+        for suf in (r for r in recs if r.config.startswith(prefixes) and "@" not in r.config and r.tokens_per_step):
             if vans:  # the pass's own vanilla: the latest started before the speculative run (else the first)
                 before = [v for v in vans if v.started_at <= suf.started_at] or [min(vans, key=lambda v: v.started_at)]
                 out.setdefault(suf.host_fingerprint, []).append(_Pair(max(before, key=lambda v: v.started_at), suf))

@@ -121,6 +121,12 @@ DEFAULT_NGRAM_PRIOR_K = 4
 """The K an n-gram own-output prior is looked up at when the caller names none (``advisor probe``'s ngram default)."""
 
 
+def reference_k(method: str) -> int:
+    """The K a method's priors are measured at across settings and hosts (suffix 32, n-gram 4), and looked up at
+    when the caller names none."""
+    return PRIOR_K if method == "suffix" else DEFAULT_NGRAM_PRIOR_K
+
+
 NGRAM_ACCEPTANCE = 0.76
 """Share of n-gram's drafted tokens that vLLM accepts (accepted / drafted), MEASURED with real weights:
 SmolLM2-135M-Instruct at K = 4 on vLLM 0.32 (CPU, calibration/real_cpu/run-20261201: humaneval 0.82,
@@ -262,8 +268,7 @@ def own_prior(corpus: str | None, family: str, method: str = "suffix",
     hits = [p for p in rows if p.corpus == corpus and p.method == method]
     if not hits:
         return None
-    if k is None:
-        k = PRIOR_K if method == "suffix" else DEFAULT_NGRAM_PRIOR_K
+    k = reference_k(method) if k is None else k
     hit = min(hits, key=lambda p: (abs(math.log(p.k / max(k, 1))), -p.k))
     return KbarChoice(k_bar=hit.k_bar, low=hit.k_bar_low, high=hit.k_bar_high, k=hit.k,
                       source=f"{OWN_SOURCE} prior {corpus}/{method}:{hit.k}: {hit.k_bar:.2f} "
@@ -343,8 +348,7 @@ def published_spread(method: str, own: tuple[OwnKbarPrior, ...] | list[OwnKbarPr
 
     # at the method's reference K (suffix 32, n-gram 4): those priors span settings and hosts; the other Ks' (suffix:4,
     # ngram:16) are a few settings of one host, whose narrow bands would state less spread than was measured
-    ref = PRIOR_K if method == "suffix" else DEFAULT_NGRAM_PRIOR_K
-    rows = [p for p in (own_priors() if own is None else own) if p.method == method and p.k_bar_low > 0 and p.k == ref]
+    rows = [p for p in (own_priors() if own is None else own) if p.method == method and p.k_bar_low > 0 and p.k == reference_k(method)]
     if not rows:
         raise DataError(f"calibration/{OWN_PRIORS_FILE} has no {method} row to size published priors' bands from")
     return statistics.median(math.log(p.k_bar_high / p.k_bar_low) / 2 for p in rows)
@@ -377,7 +381,7 @@ def suffix_over_ngram_ratios(table: tuple[PublishedKbar, ...] | list[PublishedKb
     (the SuffixDecoding paper: Spec-Bench, SWE-Bench, AgenticSQL). MEASURED 1.13 (Spec-Bench) to 2.68 (AgenticSQL):
     suffix decoding drafts from the prompt and output as prompt lookup does, plus its global tree of earlier answers."""
     out: dict[str, float] = {}
-    rows = [p for p in (own_priors() if own is None else own) if p.k == (PRIOR_K if p.method == "suffix" else DEFAULT_NGRAM_PRIOR_K)]
+    rows = [p for p in (own_priors() if own is None else own) if p.k == reference_k(p.method)]
     for c in sorted({p.corpus for p in rows}):
         suf = next((p.k_bar for p in rows if p.corpus == c and p.method == "suffix"), None)
         ng = next((p.k_bar for p in rows if p.corpus == c and p.method == "ngram"), None)

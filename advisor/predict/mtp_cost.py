@@ -2,10 +2,9 @@
 vanilla,mtp:1,mtp:3``), for a drafter vLLM runs eagerly (``VllmFacts.mtp_eager_drafters``).
 
 A step of ``mtp:K`` measures ``tokens_per_step x requests in flight / output tok/s`` (vLLM's counters, the same
-definition as every probe's R). Its cost over the main model's verification step at 1 + K tokens per sequence
-(``absolute.decode_step`` on the host's profile, the plain-step host floor included: MTP keeps async scheduling
-on) is the drafting: K forwards of the MTP layer, the EAGLE-style input preparation and the rejection sampler.
-With an eager drafter that is host work, so it is fitted as a per-step cost for the first draft plus one per
+definition as every probe's R). Its excess over the same pass's vanilla step is the drafting (K forwards of the MTP
+layer, the EAGLE-style input preparation, the rejection sampler) and the verification's growth from 1 to 1 + K
+tokens. With an eager drafter that is host work, so it is fitted as a per-step cost for the first draft plus one per
 further draft, without a per-sequence term (the measured excess did not grow from concurrency 1 to 32).
 
 Pure: records in (read at the CLI edge), figures out. ``fit`` gives the two costs (medians over concurrency and
@@ -27,27 +26,20 @@ concurrency 1, 8 and 32, two passes, each in fresh boots."""
 
 def step_ms(r) -> float:
     """Milliseconds per engine step of a probe record: tokens per step x requests in flight / output tok/s."""
-    return (r.tokens_per_step or 1.0) * (r.mean_in_flight or r.concurrency) / r.throughput_tok_s * 1e3
+    return (r.tokens_per_step or 1.0) * r.in_flight / r.throughput_tok_s * 1e3
 
 
 def points(records) -> list[dict]:
-    """One point per (folder's boot pass, concurrency, mtp:K) with that pass's vanilla at the same concurrency."""
-    by = defaultdict(dict)
-    for r in records:
-        if r.outcome != "ok" or not r.throughput_tok_s:
-            continue
-        if r.config == "vanilla" or (r.speculative_method == "mtp" and "@" not in r.config):
-            by[(r.log_path.rsplit("/", 2)[-2] if r.log_path else r.campaign_id, r.concurrency)][r.config] = r
-    out = []
-    for (run, conc), cfgs in sorted(by.items()):
-        van = cfgs.get("vanilla")
-        for cfg, r in sorted(cfgs.items()):
-            if van is None or cfg == "vanilla":
-                continue
-            out.append({"run": run, "concurrency": conc, "k": r.num_speculative_tokens, "seqs": r.mean_in_flight or conc,
-                        "model": r.model, "gpu": r.gpu, "tp": r.tensor_parallel_size, "vanilla_ms": step_ms(van),
-                        "mtp_ms": step_ms(r), "k_bar": r.tokens_per_step, "r_measured": step_ms(r) / step_ms(van)})  # fmt: skip
-    return out
+    """One point per ``mtp:K`` run, paired with its pass's vanilla (``host_infer.probe_pairs``: the same campaign, the
+    latest vanilla started before it), R the step-time ratio the pair measured."""
+    from advisor.predict.host_infer import probe_pairs
+
+    pairs = [p for ps in probe_pairs(records, methods=("mtp",)).values() for p in ps]
+    return [{"run": p.suf.log_path.rsplit("/", 2)[-2] if p.suf.log_path else p.suf.campaign_id,
+             "concurrency": p.suf.concurrency, "k": p.k, "seqs": p.suf.in_flight, "model": p.suf.model, "gpu": p.suf.gpu,
+             "tp": p.suf.tensor_parallel_size, "vanilla_ms": step_ms(p.van), "mtp_ms": step_ms(p.suf),
+             "k_bar": p.kbar, "r_measured": p.r_meas}
+            for p in sorted(pairs, key=lambda p: (p.suf.concurrency, p.suf.started_at))]  # fmt: skip
 
 
 def fit(pts: list[dict]) -> dict:
