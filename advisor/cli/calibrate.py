@@ -204,11 +204,13 @@ def _store_host_profiles(records, profile_of) -> dict:
         except AdvisorError as exc:  # a probed model the catalog cannot resolve: say so, fit the others
             skipped.append(f"host {fp[:12]}: {exc}")
             continue
-        mtp = _mtp_eager_fit(mtp_paired.get(fp, []), profile_of)
-        if mtp.get("available"):
-            fit["profile"].update(mtp_eager_step_s=mtp["mtp_eager_step_s"], mtp_eager_per_draft_s=mtp["mtp_eager_per_draft_s"])
-            fit["profile"]["provenance"] += (f"; MTP (eager drafter): MEASURED by advisor probe ({mtp['points']} vanilla/mtp:K "
-                                             "run(s), advisor.predict.mtp_cost.fit)")  # fmt: skip
+        for drafter in ("eager", "compiled"):
+            mtp = _mtp_fit(mtp_paired.get(fp, []), profile_of, drafter)
+            if mtp.get("available"):
+                keys = (f"mtp_{drafter}_step_s", f"mtp_{drafter}_per_draft_s")
+                fit["profile"].update({k: mtp[k] for k in keys})
+                fit["profile"]["provenance"] += (f"; MTP ({drafter} drafter): MEASURED by advisor probe ({mtp['points']} "
+                                                 "vanilla/mtp:K run(s), advisor.predict.mtp_cost.fit)")  # fmt: skip
         fitted.append(fit)
     for fp in sorted(set(mtp_paired) - set(paired)):
         skipped.append(f"host {fp[:12]}: its mtp:K runs alone make no host profile; add suffix:32 or ngram:4 to the "
@@ -219,23 +221,24 @@ def _store_host_profiles(records, profile_of) -> dict:
     return {"file": str(path), "profiles": fitted, "skipped": skipped}
 
 
-def _mtp_eager_fit(pairs, profile_of) -> dict:
+def _mtp_fit(pairs, profile_of, drafter: str) -> dict:
     """advisor.predict.mtp_cost.fit on one host's vanilla / mtp:K pairs (host_infer.probe_pairs) of the models whose
-    MTP drafter the probed vLLM runs eagerly (VllmFacts.mtp_eager_drafters): the only class the profile's MTP cost prices."""
+    MTP drafter the probed vLLM runs eagerly (VllmFacts.mtp_eager_drafters; ``drafter`` "eager") or compiles
+    ("compiled"): each class has its own cost in the profile."""
     from advisor.errors import AdvisorError
     from advisor.predict import mtp_cost
     from advisor.vllm_facts import DEFAULT_VERSION, facts, is_supported
 
-    def eager(r) -> bool:
+    def of_class(r) -> bool:
         try:
             model_type = profile_of(r.model).model_type
         except AdvisorError:
             return False
         version = r.vllm_version if r.vllm_version and is_supported(r.vllm_version) else DEFAULT_VERSION
-        return model_type in facts(version).mtp_eager_drafters
+        return (model_type in facts(version).mtp_eager_drafters) == (drafter == "eager")
 
-    kept = [r for p in pairs if eager(p.suf) for r in (p.van, p.suf)]
-    return mtp_cost.fit(mtp_cost.points(kept)) if kept else {"available": False}
+    kept = [r for p in pairs if of_class(p.suf) for r in (p.van, p.suf)]
+    return mtp_cost.fit(mtp_cost.points(kept), drafter) if kept else {"available": False}
 
 
 def _print_published(pub: dict) -> None:
@@ -267,15 +270,19 @@ SmolLM2's tokenizer, plus half of 256 output tokens)."""
 
 
 def _mtp_check(calibration_dir, profile_of) -> dict:
-    """advisor.predict.mtp_cost.evaluate on campaign 9's runs (read here, at the edge) and the shipped serving row."""
+    """advisor.predict.mtp_cost.evaluate per drafter class on the committed runs (campaign 9: eager, campaign 10:
+    compiled; read here, at the edge) and the shipped serving row."""
     from advisor.predict import host_infer, mtp_cost
     from advisor.predict import host_profile as hp
 
     folder = calibration_dir / host_infer.SERVING_CAMPAIGN
-    records = [r for name in mtp_cost.MTP_EAGER_FIT if (folder / name).is_dir() for r in read_jsonl_records(folder / name)]
     row = hp.get("h200-vllm0.26.0-serving")
-    return mtp_cost.evaluate(records, host_infer.probed_profile_of(calibration_dir, profile_of), row.id, MTP_CONTEXT,
-                             (row.mtp_eager_step_s, row.mtp_eager_per_draft_s))  # fmt: skip
+    out = {}
+    for drafter, names in mtp_cost.FIT_FOLDERS.items():
+        records = [r for name in names if (folder / name).is_dir() for r in read_jsonl_records(folder / name)]
+        out[drafter] = mtp_cost.evaluate(records, host_infer.probed_profile_of(calibration_dir, profile_of), row.id,
+                                         MTP_CONTEXT, row.mtp_costs(drafter == "eager"), drafter)  # fmt: skip
+    return out
 
 
 def calibration_records(calibration_dir) -> list:
@@ -452,11 +459,12 @@ def calibrate_cmd(
                          f"{_by_method(dt['on_real_pairs']['median_abs_log_r'])}" if dt else ""))  # fmt: skip
             else:
                 print(f"\nH200 serving profile, real weights: {sr.get('reason')}")
-            mt = res["mtp"]
-            if mt.get("available"):
+            for drafter, mt in res["mtp"].items():
+                if not mt.get("available"):
+                    continue
                 lo, f = mt["leave_one_concurrency_out"], mt["fit"]
-                print(f"\nMTP, eager drafter ({mt['build']}): {f['mtp_eager_step_s'] * 1e3:.2f} ms for the first draft + "
-                      f"{f['mtp_eager_per_draft_s'] * 1e3:.2f} ms per further draft ({f['points']} runs; shipped row "
+                print(f"\nMTP, {drafter} drafter ({mt['build']}): {f[f'mtp_{drafter}_step_s'] * 1e3:.2f} ms for the first draft + "
+                      f"{f[f'mtp_{drafter}_per_draft_s'] * 1e3:.2f} ms per further draft ({f['points']} runs; shipped row "
                       f"{'matches' if mt['shipped_matches_fit'] else 'DIFFERS'}); held out by concurrency: step excess median "
                       f"|ln| {lo['median_abs_log_excess']}, R {lo['median_abs_log_r']} (GPU-only drafter: {lo['gpu_only_median_abs_log_r']})")  # fmt: skip
             rp = res["real_probes"]
@@ -497,8 +505,8 @@ def calibrate_cmd(
               f"{pr['ngram_step_s'] * 1e3:.2f} ms + {pr['ngram_per_seq_s'] * 1e6:.0f} us/seq"
               + (f" (of which async scheduling off {pr['async_off_step_s'] * 1e3:.2f} ms + {pr['async_off_per_seq_s'] * 1e6:.0f} us/seq)"
                  if pr["async_off_step_s"] else "")
-              + (f"; MTP (eager drafter) {pr['mtp_eager_step_s'] * 1e3:.2f} ms + {pr['mtp_eager_per_draft_s'] * 1e3:.2f} ms per further draft"
-                 if pr.get("mtp_eager_step_s") else "")
+              + "".join(f"; MTP ({d} drafter) {pr[f'mtp_{d}_step_s'] * 1e3:.2f} ms + {pr[f'mtp_{d}_per_draft_s'] * 1e3:.2f} ms "
+                        "per further draft" for d in ("eager", "compiled") if pr.get(f"mtp_{d}_step_s"))
               + (" (AT THE FIT GRID'S EDGE)" if h["at_grid_edge"] else "") + f" -> {report['host_profiles']['file']}")
     for line in report["host_profiles"]["skipped"]:
         print(f"host profile not fitted: {line}")

@@ -176,16 +176,19 @@ def prefill_marginal(p: ModelProfile, gpu: GpuSpec, lay: ReplicaLayout, prompt_l
 
 def mtp_gain(p: ModelProfile, gpu: GpuSpec, lay: ReplicaLayout, seqs: int, context: float, k: int = 1, *,
              build: str | None = None, eager: bool = False,
-             eager_costs: tuple[float, float] | None = None) -> tuple[Band, float, list[str]]:  # fmt: skip
+             eager_costs: tuple[float, float] | None = None, gpu_only: bool = False) -> tuple[Band, float, list[str]]:  # fmt: skip
     """Throughput gain of MTP with ``k`` drafts over plain decoding, and R. MTP keeps async scheduling on, so the
     suffix-step CPU costs do not apply: the verification step is the main model at 1 + k tokens (the host's
     plain-step floor overlapped, ``build``'s profile; None: every profile matching ``gpu``, R their geometric mean).
 
-    Drafting: a drafter vLLM compiles runs on the GPU, one MTP layer forward per draft token (1/num_layers of the
-    main step's roofline + launches + the rejection sampler, ASSUMED). A drafter vLLM runs eagerly (``eager``:
-    ``VllmFacts.mtp_eager_drafters``) is host work: the host profile's MEASURED first-draft and per-further-draft
-    costs (``HostProfile.mtp_eager_step_s``, advisor.predict.mtp_cost), carried from the profiles that measured
-    them where this host's did not; ``eager_costs`` (seconds) overrides them (the held-out check)."""
+    Drafting, per drafter class (``eager``: ``VllmFacts.mtp_eager_drafters``, no torch.compile; else compiled):
+    the host profile's MEASURED cost of an MTP step over a plain one, first draft and each further draft
+    (``HostProfile.mtp_costs``, advisor.predict.mtp_cost: GLM-4.5's eager drafter 6.1 + 3.5 ms, DeepSeek-V3's
+    compiled one 3.5 + 0.9 ms on the H200 serving host), carried from the profiles that measured the class where this
+    host's did not (ASSUMED within x2, in the band). The step is max(the modelled verification at 1 + k tokens + the
+    GPU draft, the plain step + that cost). A class no profile measured, or ``gpu_only`` (the held-out check's
+    baseline), prices the drafter as GPU work alone: one MTP layer's share of the roofline per draft + launches + the
+    rejection sampler, ASSUMED. ``eager_costs`` (seconds) overrides the measured costs (the held-out check)."""
     from advisor.predict import host_profile as hp
 
     builds = [build] if build else hp.match(gpu.name).profiles
@@ -195,14 +198,17 @@ def mtp_gain(p: ModelProfile, gpu: GpuSpec, lay: ReplicaLayout, seqs: int, conte
     for b in builds:
         plain, _ = decode_step(p, gpu, lay, seqs, context, build=b)
         verify, _ = decode_step(p, gpu, lay, seqs, context, tokens_per_seq=1 + k, draft_share=1.0, k=k, build=b)
-        if eager:  # measured whole over a plain step (verification growth included): the GPU's verification where larger
-            first, per, label = _eager_costs(b) if eager_costs is None else (*eager_costs, "MEASURED, given")
-            step = max(verify, plain + first + (k - 1) * per)
+        first, per, label = (0.0, 0.0, "") if gpu_only else (
+            _drafter_costs(b, eager) if eager_costs is None else (*eager_costs, "MEASURED, given"))
+        measured = first > 0 or per > 0
+        gpu_step = verify + (0.0 if eager else gpu_draft)  # an eager drafter's forwards are in its measured cost
+        if measured:  # measured whole over a plain step (verification growth included): the GPU's where larger
+            step = max(gpu_step, plain + first + (k - 1) * per)
             if label.startswith("carried"):  # another host's CPU: its cost ASSUMED within x2 either way
-                spread += [max(verify, plain + (first + (k - 1) * per) * f) / plain for f in (0.5, 2.0)]
+                spread += [max(gpu_step, plain + (first + (k - 1) * per) * f) / plain for f in (0.5, 2.0)]
         else:
             step = verify + gpu_draft
-        drafts.append(step - plain if eager else gpu_draft)  # what the note reports: over a plain step, or the GPU draft
+        drafts.append(step - plain if measured else gpu_draft)  # what the note reports: over a plain step, or the GPU draft
         rs.append(step / plain)
     r = math.exp(sum(math.log(x) for x in rs) / len(rs))
     draft = statistics.median(drafts)
@@ -210,29 +216,33 @@ def mtp_gain(p: ModelProfile, gpu: GpuSpec, lay: ReplicaLayout, seqs: int, conte
     down, up = math.log(r / min(rs + spread)), math.log(max(rs + spread) / r)
     band = Band(value=(1 + mid) / r, low=(1 + lo) / r * math.exp(-up), high=(1 + hi) / r * math.exp(down))
     notes = [f"{MTP_KBAR_HEAD} {MTP_ACCEPT[1]:.2f} [{MTP_ACCEPT[0]:.2f}, {MTP_ACCEPT[2]:.2f}] per draft (DeepSeek-V3 report; low end ASSUMED)"]
-    if eager:
-        notes.append(f"MTP step {draft * 1e3:.2f} ms over a plain step: this vLLM runs {p.model_type}'s MTP drafter eagerly "
-                     f"(no torch.compile), host work ({label}"
+    kind = "eagerly (no torch.compile)" if eager else "compiled"
+    if label:
+        notes.append(f"MTP step {draft * 1e3:.2f} ms over a plain step: this vLLM runs {p.model_type}'s MTP drafter {kind}, "
+                     f"with host work per step ({label}"
                      + ("; ASSUMED within x2 on this host, in the band)" if spread else ")"))  # fmt: skip
     else:
         notes.append(f"MTP draft forward {draft * 1e3:.2f} ms per step (ASSUMED: one layer's share of the roofline + rejection sampler)")
     return band, r, notes
 
 
-def _eager_costs(build: str) -> tuple[float, float, str]:
-    """(first-draft, per-further-draft) seconds of an eager MTP drafter on ``build``'s host profile, and where they
-    come from: measured there, else the median over the known profiles that measured them."""
+def _drafter_costs(build: str, eager: bool) -> tuple[float, float, str]:
+    """(first-draft, per-further-draft) seconds of an eager or compiled MTP drafter on ``build``'s host profile, and
+    where they come from: measured there, else the median over the known profiles that measured the class, else
+    (0, 0, "") for the GPU-only price."""
     from advisor.predict import host_profile as hp
 
     prof = hp.get(build)
-    if prof.mtp_eager_step_s > 0:
-        return prof.mtp_eager_step_s, prof.mtp_eager_per_draft_s, f"MEASURED on host profile {prof.id}"
-    measured = [x for x in hp.profiles() if x.mtp_eager_step_s > 0]
+    own = prof.mtp_costs(eager)
+    if any(own):
+        return *own, f"MEASURED on host profile {prof.id}"
+    measured = [x.mtp_costs(eager) for x in hp.profiles() if any(x.mtp_costs(eager))]
     if not measured:
-        return 0.0, 0.0, "carried: no host profile measured it, 0"
-    first = statistics.median(x.mtp_eager_step_s for x in measured)
-    per = statistics.median(x.mtp_eager_per_draft_s for x in measured)
-    return first, per, f"carried: MEASURED on {', '.join(x.id for x in measured)}, not on {prof.id}"
+        return 0.0, 0.0, ""
+    ids = ", ".join(x.id for x in hp.profiles() if any(x.mtp_costs(eager)))
+    first = statistics.median(m[0] for m in measured)
+    per = statistics.median(m[1] for m in measured)
+    return first, per, f"carried: MEASURED on {ids}, not on {prof.id}"
 
 
 def ngram_gain(p: ModelProfile, gpu: GpuSpec, lay: ReplicaLayout, seqs: int, context: float, k: int, suffix_kbar: float,

@@ -73,6 +73,14 @@ class HostProfile(BaseModel):
     at 1 + K tokens, for the first draft and for each further one (per step, whatever the batch: the measured cost
     did not grow with concurrency 1-32). MEASURED from ``mtp:1`` / ``mtp:3`` probes against vanilla
     (advisor.predict.mtp_cost); 0: not measured here (carried from the profiles that measured it)."""
+    mtp_compiled_step_s: float = Field(default=0.0, ge=0.0)
+    mtp_compiled_per_draft_s: float = Field(default=0.0, ge=0.0)
+    """The same for a drafter vLLM compiles (every MTP drafter not in ``VllmFacts.mtp_eager_drafters``:
+    DeepSeek-V3/R1, Qwen3-Next): compiled and graph-captured, its step still pays the proposer's per-step host work
+    (drafter inputs and attention metadata, the sampled ids' round trip) before the first draft; each further draft is
+    one more drafter forward. MEASURED from ``mtp:1`` / ``mtp:2`` / ``mtp:3`` probes against vanilla
+    (advisor.predict.mtp_cost); 0: not measured here (carried from the profiles that measured it, else the drafter is
+    priced as GPU work alone, ASSUMED)."""
     role: Literal["host", "exact", "reference"] = "host"
     """``host``: matched to a user's host by fingerprint, else by GPU; ``exact``: matched only when GPU, CPU
     model and vLLM line all match (a measurement of that host class behind ``vllm serve``, too specific to
@@ -85,6 +93,13 @@ class HostProfile(BaseModel):
     def run_sigma(self, method: Method = "suffix") -> float:
         """Run-to-run sigma of ln R of ``method`` on this host class (0: not measured)."""
         return self.suffix_run_sigma if method == "suffix" else self.ngram_run_sigma
+
+    def mtp_costs(self, eager: bool) -> tuple[float, float]:
+        """(first-draft, per-further-draft) seconds an MTP step of an eager or a compiled drafter costs over a plain
+        step on this host (0, 0: not measured here)."""
+        if eager:
+            return self.mtp_eager_step_s, self.mtp_eager_per_draft_s
+        return self.mtp_compiled_step_s, self.mtp_compiled_per_draft_s
 
     def plain_floor(self, seqs: int) -> float:
         """Seconds below which a plain (async-scheduled) step of ``seqs`` sequences cannot go on this host."""
@@ -109,7 +124,7 @@ USER_FILE = "host_profiles.csv"
 FIELDS = ("id", "aliases", "gpu", "cpu_model", "vllm_version", "suffix_step_s", "suffix_per_seq_s", "ngram_step_s",
           "ngram_per_seq_s", "provenance", "source", "async_off_step_s", "async_off_per_seq_s", "role",
           "plain_floor_step_s", "plain_floor_per_seq_s", "suffix_run_sigma", "ngram_run_sigma", "mtp_eager_step_s",
-          "mtp_eager_per_draft_s")  # fmt: skip
+          "mtp_eager_per_draft_s", "mtp_compiled_step_s", "mtp_compiled_per_draft_s")  # fmt: skip
 
 
 def run_sigma_of(ids, method: Method = "suffix") -> float:
