@@ -321,9 +321,10 @@ def test_ep_and_expert_tp_are_priced_apart_by_load_balance():
 
 
 def test_a_k_schedule_is_chosen_and_rendered_where_vllm_honours_it():
-    """n-gram at K̄ 2.5 (a stand-in suffix prediction it takes its share of): it loses at a few sequences (its
-    drafting costs a share of each step) and wins at many, so on one replica the search renders K by batch
-    size; with DP > 1 vLLM drops a schedule, so the reason says so and the K is fixed."""
+    """n-gram at K̄ 3.0 (a stand-in suffix prediction it takes its share of): it wins at a few sequences and loses
+    at many (its measured per-sequence drafting cost, 40 us/seq on the H200 grid, and the verification tokens grow
+    with the batch), so on one replica the search renders K by batch size; with DP > 1 vLLM drops a schedule, so
+    the reason says so and the K is fixed."""
     from types import SimpleNamespace
 
     from advisor.plan import memory as mem
@@ -337,8 +338,8 @@ def test_a_k_schedule_is_chosen_and_rendered_where_vllm_honours_it():
     def planner(prof, d):
         return mem.boot_verdict(prof, gpu, d, d.tensor_parallel_size, vllm_version="0.32")
 
-    def sg(tp, n, k):  # suffix loses (so the rules' policy leaves it out); K̄ 2.5 feeds n-gram's share
-        return SimpleNamespace(gain=0.5, gain_low=0.4, gain_high=0.6, p_win=0.01, k_bar=2.5, r=5.0, measured=None)
+    def sg(tp, n, k):  # suffix loses (so the rules' policy leaves it out); K̄ 3.0 feeds n-gram's share
+        return SimpleNamespace(gain=0.5, gain_low=0.4, gain_high=0.6, p_win=0.01, k_bar=3.0, r=5.0, measured=None)
 
     q = LayoutQuery(max_tpot_ms=30, max_ttft_ms=1000, concurrency_given=False)
 

@@ -36,6 +36,8 @@ class MemoryPoint(BaseModel):
 
     model: str
     k: int
+    method: str = ""
+    """The boot's speculative method (suffix, ngram; "" without speculation)."""
     gpu: str
     vllm_version: str
     kv_measured: float
@@ -65,7 +67,8 @@ def measured_points(calibration_dir: Path, profile_for: ProfileFn) -> list[Memor
                 continue
             graph = _GRAPH.search(text)
             k = int(boot["k"])
-            d = Decision(speculative_method="suffix" if k else None, num_speculative_tokens=k or None,
+            method = boot["spec"].split(":")[0] if k else ""
+            d = Decision(speculative_method=method or None, num_speculative_tokens=k or None,
                          gpu_memory_utilization=boot["gmu"], tensor_parallel_size=1, max_model_len=boot["max_model_len"])  # fmt: skip
             version = boot.get("vllm_version", "unknown")
             plan = plan_memory(profile_for(MODEL_IDS.get(boot["model"], boot["model"])), get_gpu(gpu), d, num_gpus=1,
@@ -73,7 +76,7 @@ def measured_points(calibration_dir: Path, profile_for: ProfileFn) -> list[Memor
             t = plan.terms_gib
             meas = float(kv.group(1))
             out.append(MemoryPoint(
-                model=boot["model"], k=k, gpu=gpu, vllm_version=version,
+                model=boot["model"], k=k, method=method, gpu=gpu, vllm_version=version,
                 kv_measured=meas, kv_planned=round(t["kv_cache"], 2), rel_err=round(t["kv_cache"] / meas - 1, 4),
                 weights_measured=boot["model_memory_gib"], weights_planned=round(t["weights"], 2),
                 graph_estimate_measured=float(graph.group(1)) if graph else None,

@@ -36,6 +36,7 @@ from pydantic import BaseModel, ConfigDict
 from advisor.hardware.gpus import get_gpu
 from advisor.model.schema import ModelProfile
 from advisor.predict.dataset import ProfileFn
+from advisor.predict import host_profile as hp
 from advisor.predict import stepcost as sc
 
 GRID_DIR = "gpu_steps"
@@ -60,6 +61,12 @@ REP_AGREEMENT = 1.5
 factor (chosen by hand from the grid: agreeing pairs differ by <= 1.25x, disagreeing ones by >= 1.65x)."""
 
 
+REP_TOKENS_SLACK = 1.02
+"""A repetition may report up to 2 % more than 1 + K tokens per sequence per step (vLLM counts the draft tokens a
+request accepts past its max_tokens, which the differencing does not fully cancel: 6.02 at K=5 in campaign 11);
+beyond that the repetition is impossible and its point is not used (``rep_valid``)."""
+
+
 class GridPoint(BaseModel):
     """One (model, draft cap, concurrency) point: medians over its repetitions."""
 
@@ -72,7 +79,9 @@ class GridPoint(BaseModel):
     k: int
     """num_speculative_tokens the engine was booted with (0: no speculation)."""
     draft_cap: int
-    """0 for the plain engine; else the truncation cap (12 = untruncated)."""
+    """0 for the plain engine; else the truncation cap (suffix: 12 = untruncated; n-gram: K = untruncated)."""
+    method: str = ""
+    """The proposer the engine was booted with: "suffix", "ngram", or "" for a plain engine."""
     tokens_per_seq: float
     """Measured tokens per sequence per step (1 + accepted drafts)."""
     context: float
@@ -81,8 +90,11 @@ class GridPoint(BaseModel):
     reps: int
     rep_step_ms: list[float]
     """Every repetition's step time, in the order measured."""
+    rep_tokens_per_seq: list[float] = []
+    """Every repetition's tokens per sequence per step, in the order measured."""
     agrees: bool
-    """The two closest repetitions agree within REP_AGREEMENT (always True for one repetition)."""
+    """Every repetition is physically possible (``rep_valid``) and the two closest agree within REP_AGREEMENT
+    (always True for one valid repetition)."""
     arch_class: str = ""
     """dense, gqa-moe or mla-moe (set by ``evaluate`` from the model's profile)."""
     source: str
@@ -96,6 +108,8 @@ class PointResult(BaseModel):
     concurrency: int
     k: int
     draft_cap: int
+    method: str = ""
+    source: str = ""
     tokens_per_seq: float
     step_ms_meas: float
     step_ms_pred: float
@@ -123,19 +137,30 @@ def load_points(folder: Path) -> list[GridPoint]:
     for line in (folder / "grid.jsonl").read_text().splitlines():
         if line.strip():
             row = json.loads(line)
-            groups[(row["model"], row["k"], row["draft_cap"], row["conc"])].append(row)
+            method = "" if row["spec"] == "none" else row["spec"].split(":")[0]
+            groups[(row["model"], method, row["k"], row["draft_cap"], row["conc"])].append(row)
     points = []
-    for (model, k, cap, conc), rows in sorted(groups.items()):
+    for (model, method, k, cap, conc), rows in sorted(groups.items()):
         r0 = rows[0]
         steps = [r["step_ms"] for r in rows]
         points.append(GridPoint(
-            model=model, gpu=gpu, vllm_version=version, concurrency=conc, k=k, draft_cap=cap,
+            model=model, gpu=gpu, vllm_version=version, concurrency=conc, k=k, draft_cap=cap, method=method,
             tokens_per_seq=statistics.median(r["tokens_per_seq_step"] for r in rows),
             context=r0["prompt_len"] + (r0["out_short"] + r0["out_long"]) / 2,
-            step_ms=statistics.median(steps), reps=len(rows), rep_step_ms=steps, agrees=reps_agree(steps),
+            step_ms=statistics.median(steps), reps=len(rows), rep_step_ms=steps,
+            rep_tokens_per_seq=[r["tokens_per_seq_step"] for r in rows],
+            agrees=reps_agree(steps) and all(rep_valid(r["tokens_per_seq_step"], k) for r in rows),
             source=f"calibration/{GRID_DIR}/{folder.name}/grid.jsonl",
         ))  # fmt: skip
     return points
+
+
+def rep_valid(tokens_per_seq: float, k: int) -> bool:
+    """A repetition is physically possible: a step emits at most 1 + K tokens per sequence. More means the
+    differencing of the two runs failed (seen with uncapped K=32 n-gram drafts, campaign 11: vLLM counts draft
+    tokens accepted past max_tokens, so with 33-token steps a few overshooting requests move the step count of a
+    ~30-step difference; such a point's other repetitions are not trusted either)."""
+    return tokens_per_seq <= (1 + k) * REP_TOKENS_SLACK
 
 
 def reps_agree(steps: list[float]) -> bool:
@@ -161,7 +186,7 @@ def _shape(pt: GridPoint) -> sc.StepShape:
         return sc.StepShape(seqs=pt.concurrency, tokens_per_seq=1, context=pt.context)
     # Every sequence drafts in these runs (dummy weights repeat), so draft_share is 1.
     return sc.StepShape(seqs=pt.concurrency, tokens_per_seq=max(1.0, pt.tokens_per_seq), context=pt.context,
-                        spec=True, draft_share=1.0, k=pt.k)  # fmt: skip
+                        spec=True, draft_share=1.0, k=pt.k, method=pt.method or "suffix")  # fmt: skip
 
 
 def _spec_base(p: ModelProfile, pt: GridPoint) -> tuple[float, str]:
@@ -170,12 +195,19 @@ def _spec_base(p: ModelProfile, pt: GridPoint) -> tuple[float, str]:
     return cost.total - cost.t_spec_fixed - cost.t_draft, cost.graph_mode
 
 
-def fit_spec_constants(points: list[GridPoint], profiles: dict[str, ModelProfile]) -> tuple[float, float]:
-    """(SPEC_STEP_FIXED_S, SPEC_STEP_PER_SEQ_S) minimising the summed |log(pred/meas)| of the
-    verification steps in ``points`` (grid search over FIT_A_GRID x FIT_B_GRID; ties: smaller a, b)."""
-    plain = {(pt.model, pt.concurrency) for pt in points if pt.draft_cap == 0 and pt.agrees}
+def _pair(pt: GridPoint) -> tuple[str, str, int]:
+    """A verification point is compared with the plain step of the same folder (machine loan), model and concurrency."""
+    return pt.source, pt.model, pt.concurrency
+
+
+def fit_spec_constants(points: list[GridPoint], profiles: dict[str, ModelProfile],
+                       method: str = "suffix") -> tuple[float, float]:  # fmt: skip
+    """(per-step, per-sequence) cost of a ``method`` verification step over a plain one minimising the summed
+    |log(pred/meas)| of that method's verification steps in ``points`` (grid search over FIT_A_GRID x FIT_B_GRID;
+    ties: smaller a, b). For suffix on the shipped grid: SPEC_STEP_FIXED_S, SPEC_STEP_PER_SEQ_S."""
+    plain = {_pair(pt) for pt in points if pt.draft_cap == 0 and pt.agrees}
     spec = [(pt, _spec_base(profiles[pt.model], pt)[0]) for pt in points
-            if pt.draft_cap > 0 and pt.agrees and (pt.model, pt.concurrency) in plain]
+            if pt.draft_cap > 0 and pt.method == method and pt.agrees and _pair(pt) in plain]
     best = (math.inf, 0.0, 0.0)
     for a in FIT_A_GRID:
         for b in FIT_B_GRID:
@@ -188,7 +220,7 @@ def fit_spec_constants(points: list[GridPoint], profiles: dict[str, ModelProfile
 def predict_points(points: list[GridPoint], profiles: dict[str, ModelProfile],
                    constants: tuple[float, float] | None = None) -> list[PointResult]:  # fmt: skip
     """Predicted step time and R for every point; ``constants`` replace the shipped spec-step terms."""
-    plain_meas = {(pt.model, pt.concurrency): pt.step_ms for pt in points if pt.draft_cap == 0 and pt.agrees}
+    plain_meas = {_pair(pt): pt.step_ms for pt in points if pt.draft_cap == 0 and pt.agrees}
     out = []
     for pt in points:
         p = profiles[pt.model]
@@ -202,11 +234,11 @@ def predict_points(points: list[GridPoint], profiles: dict[str, ModelProfile],
         else:
             base, mode = _spec_base(p, pt)
             pred = base + constants[0] + constants[1] * pt.concurrency
-        pm = plain_meas.get((pt.model, pt.concurrency))
+        pm = plain_meas.get(_pair(pt))
         spec_point = pt.draft_cap > 0 and pm
         out.append(PointResult(
             model=pt.model, arch_class=arch_class(p), concurrency=pt.concurrency, k=pt.k, draft_cap=pt.draft_cap,
-            tokens_per_seq=pt.tokens_per_seq,
+            method=pt.method, source=pt.source, tokens_per_seq=pt.tokens_per_seq,
             step_ms_meas=pt.step_ms, step_ms_pred=round(pred * 1e3, 3),
             r_meas=round(pt.step_ms / pm, 3) if spec_point else None,
             r_pred=round(pred / plain_pred.total, 3) if spec_point else None, graph_mode=mode,
@@ -231,14 +263,65 @@ def _med(xs: list[float]) -> float | None:
     return round(statistics.median(xs), 4) if xs else None
 
 
-def _held_out(points: list[GridPoint], profiles: dict[str, ModelProfile], key) -> list[PointResult]:
+def _held_out(points: list[GridPoint], profiles: dict[str, ModelProfile], key, method: str = "suffix") -> list[PointResult]:
     """Refit the two constants without each group of ``key`` and predict that group."""
     out: list[PointResult] = []
     for group in sorted({key(pt) for pt in points}):
         train = [pt for pt in points if key(pt) != group]
         held = [pt for pt in points if key(pt) == group]
-        out += predict_points(held, profiles, constants=fit_spec_constants(train, profiles))
+        out += predict_points(held, profiles, constants=fit_spec_constants(train, profiles, method))
     return out
+
+
+def _ngram(points: list[GridPoint], profiles: dict[str, ModelProfile]) -> dict:
+    """n-gram's own verification steps (vLLM's CPU prompt-lookup proposer): the constants they fit, the
+    host profile's, and how well each predicts R, in sample and held out by model and by concurrency.
+    ``with_suffix_constants``: n-gram priced with suffix's measured constants (what the profile INFERRED before
+    n-gram was measured)."""
+    mine = [pt for pt in points if pt.method == "ngram"]
+    if not mine:
+        return {"available": False, "reason": "no n-gram verification steps in the grid"}
+    pairs = {_pair(pt) for pt in mine}
+    used = mine + [pt for pt in points if pt.draft_cap == 0 and _pair(pt) in pairs]
+    fit = fit_spec_constants(used, profiles, "ngram")
+    models = sorted({pt.model for pt in mine})
+    # suffix measured on the same machine(s): the paired comparison the profile's n-gram per-step term rests on
+    same = [pt for pt in points if pt.source in {q.source for q in mine} and pt.method in ("", "suffix")]
+    suffix_same = fit_spec_constants(same, profiles, "suffix") if any(pt.method == "suffix" for pt in same) else None
+    shipped = [r for r in predict_points(used, profiles) if r.method == "ngram"]
+    refit = [r for r in predict_points(used, profiles, constants=fit) if r.method == "ngram"]
+    before = [r for r in predict_points(used, profiles, constants=(sc.SPEC_STEP_FIXED_S, sc.SPEC_STEP_PER_SEQ_S))
+              if r.method == "ngram"]  # fmt: skip
+    lomo = [r for r in _held_out(used, profiles, lambda pt: pt.model, "ngram") if r.method == "ngram"] if len(models) > 1 else []
+    loco = [r for r in _held_out(used, profiles, lambda pt: pt.concurrency, "ngram") if r.method == "ngram"]
+    return {
+        "available": True,
+        "sources": sorted({pt.source for pt in mine}),
+        "models": models,
+        "points": len(mine),
+        "fit": {"step_s": fit[0], "per_seq_s": fit[1]},
+        "profile": dict(zip(("step_s", "per_seq_s"), hp.spec_costs("offline-grid", "ngram"))),
+        "suffix_same_machine": {"step_s": suffix_same[0], "per_seq_s": suffix_same[1],
+                                "models": sorted({pt.model for pt in same if pt.method == "suffix"})} if suffix_same else None,
+        "r_median_abs_log_profile": _med(_abs_log_r(shipped)),
+        "r_median_abs_log_in_sample": _med(_abs_log_r(refit)),
+        "r_median_abs_log_with_suffix_constants": _med(_abs_log_r(before)),
+        "r_median_abs_log_leave_one_model_out": _med(_abs_log_r(lomo)),
+        "r_median_abs_log_leave_one_concurrency_out": _med(_abs_log_r(loco)),
+        "table": [r.model_dump() for r in shipped],
+    }
+
+
+def _replicate(points: list[GridPoint], profiles: dict[str, ModelProfile], fitted_on: str) -> dict:
+    """Suffix verification steps measured on another machine loan than the grid the constants were fitted on,
+    predicted with the shipped constants: out of sample across machines of the host class."""
+    others = {pt.source for pt in points if pt.method == "suffix" and pt.source != fitted_on}
+    if not others:
+        return {"available": False, "reason": "no suffix steps outside the fitted grid"}
+    used = [pt for pt in points if pt.source in others]
+    res = [r for r in predict_points(used, profiles) if r.method == "suffix"]
+    return {"available": True, "sources": sorted(others), "points": len(res),
+            "r_median_abs_log": _med(_abs_log_r(res)), "table": [r.model_dump() for r in res]}  # fmt: skip
 
 
 def evaluate(calibration_dir: Path, profile_for: ProfileFn) -> dict:
@@ -249,7 +332,10 @@ def evaluate(calibration_dir: Path, profile_for: ProfileFn) -> dict:
         return {"available": False, "reason": f"no grid under calibration/{GRID_DIR}/"}
     profiles = {m: profile_for(MODEL_IDS.get(m, m)) for m in {pt.model for pt in loaded}}
     loaded = [pt.model_copy(update={"arch_class": arch_class(profiles[pt.model])}) for pt in loaded]
-    points = [pt for pt in loaded if pt.agrees]
+    every = [pt for pt in loaded if pt.agrees]
+    fitted_on = hp.get("offline-grid").source.split()[0]  # the suffix grid; the n-gram grid follows it
+    # The suffix constants and their checks: the grid the host profile names as its source (plain and suffix).
+    points = [pt for pt in every if pt.source == fitted_on and pt.method in ("", "suffix")]
     excluded = [pt for pt in loaded if not pt.agrees]
     shipped = predict_points(points, profiles)
     before = predict_points(points, profiles, constants=(0.0, sc.DRAFT_CPU_S_PER_SEQ_ASSUMED))
@@ -274,7 +360,10 @@ def evaluate(calibration_dir: Path, profile_for: ProfileFn) -> dict:
         "single_rep_points": sum(1 for pt in points if pt.reps == 1),
         "excluded": [
             {"model": pt.model, "k": pt.k, "draft_cap": pt.draft_cap, "concurrency": pt.concurrency,
-             "rep_step_ms": pt.rep_step_ms, "why": f"repetitions disagree by more than {REP_AGREEMENT}x or one is <= 0"}
+             "rep_step_ms": pt.rep_step_ms, "rep_tokens_per_seq": pt.rep_tokens_per_seq, "method": pt.method,
+             "source": pt.source,
+             "why": f"repetitions disagree by more than {REP_AGREEMENT}x, or one is <= 0 or emits more than 1 + K "
+                    "tokens per sequence per step"}
             for pt in excluded
         ],  # fmt: skip
         "constants": {"SPEC_STEP_FIXED_S": sc.SPEC_STEP_FIXED_S, "SPEC_STEP_PER_SEQ_S": sc.SPEC_STEP_PER_SEQ_S},
@@ -295,4 +384,6 @@ def evaluate(calibration_dir: Path, profile_for: ProfileFn) -> dict:
         "goal": {"median_abs_log_r": GOAL_MEDIAN_ABS_LOG_R, "class_bias": GOAL_CLASS_BIAS},
         "meets_goal": oos is not None and oos <= GOAL_MEDIAN_ABS_LOG_R and not biased,
         "table": [r.model_dump() for r in shipped],
+        "suffix_other_machines": _replicate(every, profiles, fitted_on),
+        "ngram": _ngram(every, profiles),
     }

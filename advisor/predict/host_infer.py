@@ -73,8 +73,10 @@ FIT_STEP_S = tuple(i * 0.25e-3 for i in range(0, 81))
 """Per-step candidates for a probed host (0-20 ms in 0.25 ms steps)."""
 FIT_PER_SEQ_S = tuple(i * 10e-6 for i in range(0, 41))
 """Per-sequence candidates for a probed host (0-400 us in 10 us steps, as gpu_steps.FIT_B_GRID)."""
-ASSUMED_NGRAM_PER_SEQ_S = 10e-6
-"""n-gram's per-sequence cost where no n-gram probe measured it (NgramProposer's numba loop; ASSUMED)."""
+CARRIED_NGRAM_FROM = "offline-grid"
+"""Where a probed host with no n-gram probe takes n-gram's per-sequence cost from: the H200 grid's measurement
+(campaign 11, calibration/gpu_steps/h200-vllm0.26.0-c11/: 40 us/seq, NgramProposer's numba loop per request), carried;
+its per-step cost is the host's own suffix figure (on the machine that measured both they agreed within 0.25 ms)."""
 NO_ASYNC_FLAG = "--no-async-scheduling"
 """A vanilla run with this flag measures what async scheduling off costs a plain step on the host."""
 
@@ -295,8 +297,11 @@ def profile_from_probes(pairs: list[_Pair], profile_of: ProfileFn, base: str = "
         fits["suffix"] = fits["ngram"]
         notes.append("suffix: per-step and per-sequence as n-gram (INFERRED: no suffix probe)")
     if "ngram" not in fits:
-        fits["ngram"] = (fits["suffix"][0], ASSUMED_NGRAM_PER_SEQ_S, [])
-        notes.append("n-gram: per-step as suffix, per-sequence ASSUMED")
+        carried = hp.spec_costs(CARRIED_NGRAM_FROM, "ngram")[1]
+        fits["ngram"] = (fits["suffix"][0], carried, [])
+        notes.append(f"n-gram: per-step as suffix (INFERRED; equal within 0.25 ms where both were measured on one "
+                     f"machine), per-sequence {carried * 1e6:.0f} us CARRIED from {CARRIED_NGRAM_FROM} (MEASURED there, "
+                     "campaign 11)")  # fmt: skip
     dummy = [p for p in by["suffix"] if getattr(p.suf, "weights", "real") == "dummy"]
     if dummy:
         drafted = statistics.median(p.draft for p in dummy)

@@ -13,8 +13,13 @@ Because the engine was booted at K=32, its uniform-decode query length is 33 (gp
 and runs the PIECEWISE CUDA graphs under FULL_AND_PIECEWISE, as variable-length suffix drafts of
 real traffic do. K-bar from these runs says nothing about real traffic.
 
-  python3 gridbench.py --model DIR --spec none|suffix:K [--drafts 12,8,4,2,1] --conc 1,8,32,64 \
-      --reps 2 --results grid.jsonl --boots boots.jsonl
+  python3 gridbench.py --model DIR --spec none|suffix:K|ngram:K [--drafts 12,8,4,2,1] --conc 1,8,32,64 \
+      --reps 2 --results grid.jsonl --boots boots.jsonl [--lookup 3,5]
+
+n-gram (vLLM's CPU prompt-lookup proposer, ``--spec ngram:K``, window ``--lookup MIN,MAX``): with dummy weights
+the output repeats one token, so the lookup matches once a few are out and drafts up to K; a cap d < K truncates
+each draft the same way (NgramProposer.propose, vllm/v1/spec_decode/ngram_proposer.py). Uncapped n-gram drafts
+are K long, so their verification batches are uniform (1 + K per sequence) and may run FULL graphs.
 
 One JSON line per (draft cap, concurrency, repetition) to --results, one per boot to --boots
 (attention backend, CUDA-graph mode and capture sizes, KV blocks, scheduler limits).
@@ -38,6 +43,7 @@ ap.add_argument("--gmu", type=float, default=0.85)
 ap.add_argument("--max-model-len", type=int, default=16384)
 ap.add_argument("--cudagraph", default="FULL_AND_PIECEWISE")
 ap.add_argument("--label", default=None)
+ap.add_argument("--lookup", default=None, help="n-gram prompt_lookup_min,max (vLLM's default when not given)")
 ap.add_argument("--results", required=True)
 ap.add_argument("--boots", required=True)
 a = ap.parse_args()
@@ -52,6 +58,11 @@ if a.spec != "none":
     method, k_text = a.spec.split(":")
     k = int(k_text)
     spec = {"method": method, "num_speculative_tokens": k}
+    if method == "ngram" and a.lookup:
+        lo, hi = (int(x) for x in a.lookup.split(","))
+        spec.update(prompt_lookup_min=lo, prompt_lookup_max=hi)
+natural = (min(k, 12) if spec["method"] == "suffix" else k) if spec else 0
+"""The longest draft the method makes here uncapped: suffix's tree depth 24 x max_spec_factor 1.0 caps at 12."""
 name = a.label or os.path.basename(a.model.rstrip("/"))
 
 t0 = time.time()
@@ -110,7 +121,7 @@ def _set_cap(self, d):
 
 info = llm.collective_rpc(_info)[0]
 vc = llm.llm_engine.vllm_config
-boot = dict(model=name, spec=a.spec, k=k, boot_s=round(boot_s, 1), gmu=a.gmu, max_model_len=a.max_model_len,
+boot = dict(model=name, spec=a.spec, k=k, lookup=a.lookup, boot_s=round(boot_s, 1), gmu=a.gmu, max_model_len=a.max_model_len,
             cudagraph_requested=a.cudagraph, num_gpu_blocks=vc.cache_config.num_gpu_blocks,
             block_size=vc.cache_config.block_size, max_num_seqs=vc.scheduler_config.max_num_seqs,
             max_num_batched_tokens=vc.scheduler_config.max_num_batched_tokens,
@@ -152,7 +163,7 @@ caps = [int(d) for d in a.drafts.split(",")] if spec else [0]
 batch(8, 32)  # warm-up
 for d in caps:
     if spec:
-        llm.collective_rpc(_set_cap, args=(None if d >= 12 else d,))
+        llm.collective_rpc(_set_cap, args=(None if d >= natural else d,))
         batch(8, 32)
     for conc in [int(c) for c in a.conc.split(",")]:
         # Warm this shape up first: vLLM 0.26 JIT-compiles Triton kernels (rejection_greedy_sample_kernel
@@ -163,7 +174,7 @@ for d in caps:
             t_s, n_s, acc_s, dr_s = batch(conc, a.out_short)
             t_l, n_l, acc_l, dr_l = batch(conc, a.out_long)
             steps = ((n_l - acc_l) - (n_s - acc_s)) / conc  # decode steps per sequence in the difference
-            row = dict(model=name, spec=a.spec, k=k, draft_cap=min(d, k, 12) if spec else 0, conc=conc, rep=rep,
+            row = dict(model=name, spec=a.spec, k=k, draft_cap=min(d, natural) if spec else 0, conc=conc, rep=rep,
                        prompt_len=a.prompt_len, out_short=a.out_short, out_long=a.out_long,
                        decode_s=round(t_l - t_s, 5), decode_tokens=n_l - n_s, decode_steps_per_seq=round(steps, 3),
                        step_ms=round(1000 * (t_l - t_s) / max(steps, 1e-9), 4),
