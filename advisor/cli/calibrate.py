@@ -96,7 +96,7 @@ def _print_gpu_steps(g: dict) -> None:
     lines = ["", f"GPU steps: real vLLM {', '.join(g['vllm_versions'])}, {len(g['models'])} models "
              f"({', '.join(f'{m} [{c}]' for m, c in g['classes'].items())})",
              f"  {g['points']} points ({g['single_rep_points']} of one repetition), {len(g['excluded'])} excluded "
-             f"(repetitions disagree); {', '.join(g['sources'])}",
+             f"(repetitions disagree, or one is impossible); {', '.join(g['sources'])}",
              f"  constants MEASURED from this grid: SPEC_STEP_FIXED_S {g['constants']['SPEC_STEP_FIXED_S'] * 1e3:.2f} ms, "
              f"SPEC_STEP_PER_SEQ_S {g['constants']['SPEC_STEP_PER_SEQ_S'] * 1e6:.0f} us",
              f"  plain step: median |log(pred/meas)| {g['plain_median_abs_log_step']:.3f}",
@@ -117,6 +117,22 @@ def _print_gpu_steps(g: dict) -> None:
         rp = f"{r['r_pred']:.2f}" if r["r_pred"] else "-"
         lines.append(f"  {r['model'][:22]:<22} {r['k']:>2} {r['concurrency']:>4} {r['draft_cap']:>6} {r['tokens_per_seq']:>7.2f} "
                      f"{r['step_ms_meas']:>8.2f} {r['step_ms_pred']:>8.2f} {rm:>7} {rp:>7}  {r['graph_mode']}")
+    rep = g.get("suffix_other_machines") or {}
+    if rep.get("available"):
+        lines.append(f"  suffix on another machine of the class ({', '.join(rep['sources'])}): {rep['points']} points, "
+                     f"R median |log| {rep['r_median_abs_log']:.3f} with the constants above (out of sample)")
+    ng = g.get("ngram") or {}
+    if ng.get("available"):
+        same = ng.get("suffix_same_machine") or {}
+        lines.append(
+            f"  n-gram: {ng['points']} points ({', '.join(ng['models'])}); fit {ng['fit']['step_s'] * 1e3:.2f} ms + "
+            f"{ng['fit']['per_seq_s'] * 1e6:.0f} us/seq"
+            + (f" (suffix on the same machine {same['step_s'] * 1e3:.2f} ms + {same['per_seq_s'] * 1e6:.0f} us/seq)" if same else "")
+            + f"; offline-grid profile {ng['profile']['step_s'] * 1e3:.2f} ms + {ng['profile']['per_seq_s'] * 1e6:.0f} us/seq; "
+            f"R median |log| profile {ng['r_median_abs_log_profile']:.3f}, with suffix's constants "
+            f"{ng['r_median_abs_log_with_suffix_constants']:.3f}, leave-one-model-out "
+            f"{ng['r_median_abs_log_leave_one_model_out'] or float('nan'):.3f}, leave-one-concurrency-out "
+            f"{ng['r_median_abs_log_leave_one_concurrency_out']:.3f}")  # fmt: skip
     t = g.get("release_physics_on_seed")
     if t:
         o, n = t["lomo"]["OFF"], t["lomo"]["ON"]
