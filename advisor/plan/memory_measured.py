@@ -21,7 +21,7 @@ from advisor.hardware.gpus import get_gpu
 from advisor.domain.decision import Decision
 from advisor.plan.memory import plan_memory
 from advisor.predict.dataset import ProfileFn
-from advisor.predict.gpu_steps import GRID_DIR, MODEL_IDS, folder_gpu, grid_dirs
+from advisor.predict.gpu_steps import GRID_DIR, MODEL_IDS, folder_gpu, grid_dirs, spec_method
 
 GOAL_KV_REL_ERR = 0.05
 """Issue goal: the planner's KV cache within 5 % of real vLLM's at K=0 and K=32."""
@@ -67,7 +67,7 @@ def measured_points(calibration_dir: Path, profile_for: ProfileFn) -> list[Memor
                 continue
             graph = _GRAPH.search(text)
             k = int(boot["k"])
-            method = boot["spec"].split(":")[0] if k else ""
+            method = spec_method(boot["spec"])
             d = Decision(speculative_method=method or None, num_speculative_tokens=k or None,
                          gpu_memory_utilization=boot["gmu"], tensor_parallel_size=1, max_model_len=boot["max_model_len"])  # fmt: skip
             version = boot.get("vllm_version", "unknown")

@@ -128,6 +128,11 @@ def folder_gpu(folder: Path) -> str:
     return "H200" if "H200" in (folder / "gpu.csv").read_text() else "unknown"
 
 
+def spec_method(spec: str) -> str:
+    """The proposer of gridbench's ``--spec`` ("suffix:32" -> "suffix", "ngram:5" -> "ngram", "none" -> "")."""
+    return "" if spec == "none" else spec.split(":")[0]
+
+
 def load_points(folder: Path) -> list[GridPoint]:
     """Grid points of one measured folder (``grid.jsonl`` + ``boots.jsonl`` + ``gpu.csv``)."""
     boots = [json.loads(line) for line in (folder / "boots.jsonl").read_text().splitlines() if line.strip()]
@@ -137,8 +142,7 @@ def load_points(folder: Path) -> list[GridPoint]:
     for line in (folder / "grid.jsonl").read_text().splitlines():
         if line.strip():
             row = json.loads(line)
-            method = "" if row["spec"] == "none" else row["spec"].split(":")[0]
-            groups[(row["model"], method, row["k"], row["draft_cap"], row["conc"])].append(row)
+            groups[(row["model"], spec_method(row["spec"]), row["k"], row["draft_cap"], row["conc"])].append(row)
     points = []
     for (model, method, k, cap, conc), rows in sorted(groups.items()):
         r0 = rows[0]
@@ -333,7 +337,7 @@ def evaluate(calibration_dir: Path, profile_for: ProfileFn) -> dict:
     profiles = {m: profile_for(MODEL_IDS.get(m, m)) for m in {pt.model for pt in loaded}}
     loaded = [pt.model_copy(update={"arch_class": arch_class(profiles[pt.model])}) for pt in loaded]
     every = [pt for pt in loaded if pt.agrees]
-    fitted_on = hp.get("offline-grid").source.split()[0]  # the suffix grid; the n-gram grid follows it
+    fitted_on = hp.get("offline-grid").source
     # The suffix constants and their checks: the grid the host profile names as its source (plain and suffix).
     points = [pt for pt in every if pt.source == fitted_on and pt.method in ("", "suffix")]
     excluded = [pt for pt in loaded if not pt.agrees]
