@@ -16,15 +16,21 @@ CAL = Path(__file__).resolve().parent.parent / "calibration"
 
 
 @pytest.fixture(scope="module")
-def points():
+def every_point():
     pts = [pt for folder in g.grid_dirs(CAL) for pt in g.load_points(folder)]
     assert pts, "the shipped grid is missing"
     return pts
 
 
 @pytest.fixture(scope="module")
-def profiles(points):
-    return {m: load_profile(g.MODEL_IDS[m]) for m in {pt.model for pt in points}}
+def points(every_point):
+    """The H200 grids (the GPU the shipped constants were fitted on); other GPUs are their out-of-sample check."""
+    return [pt for pt in every_point if pt.gpu == "H200"]
+
+
+@pytest.fixture(scope="module")
+def profiles(every_point):
+    return {m: load_profile(g.MODEL_IDS[m]) for m in {pt.model for pt in every_point}}
 
 
 def test_grid_has_plain_and_verification_points_with_provenance(points, profiles):
@@ -34,7 +40,7 @@ def test_grid_has_plain_and_verification_points_with_provenance(points, profiles
     assert 0 in caps and len(caps - {0}) >= 4, caps
     assert len(concs) >= 3, concs
     assert {g.arch_class(p) for p in profiles.values()} == {"dense", "gqa-moe", "mla-moe"}
-    for model in profiles:
+    for model in {pt.model for pt in points}:
         mine = [pt for pt in points if pt.model == model]
         assert len({pt.draft_cap for pt in mine} - {0}) >= 4 and len({pt.concurrency for pt in mine}) >= 3, model
     assert all(pt.vllm_version == "0.26.0" and pt.gpu == "H200" and pt.source.endswith("grid.jsonl") for pt in points)
@@ -146,3 +152,33 @@ def test_impossible_repetitions_exclude_their_point():
             for r in out["ngram"]["table"]}
     assert not used & {(e["model"], e["method"], e["k"], e["draft_cap"], e["concurrency"], e["source"])
                        for e in impossible}
+
+
+def test_another_gpu_is_predicted_out_of_sample_and_its_profile_is_its_fit():
+    """Campaign 12 (calibration/gpu_steps/h100-vllm0.26.0-c12): the same engine, vLLM and VM class on one H100.
+    Out of sample, the plain step from the H200-measured GEMM constants and the H100's datasheet lands within 5 %,
+    and the H200 profile's suffix constants predict the H100's suffix R without bias (the serialised host work
+    carried across the GPU type); the shipped H100 profile is the fit of its own grid, and an H100 matches it."""
+    out = g.evaluate(CAL, load_profile)["other_gpu"]
+    h100 = out["by_gpu"]["H100"]
+    assert out["available"] and out["fitted_gpu"] == "H200"
+    assert h100["models"] == ["Llama-3.1-8B-Instruct", "Qwen2.5-7B-Instruct"]
+    assert h100["plain_points"] >= 8 and h100["plain_median_abs_log_step"] <= 0.05
+    suf, ng = h100["suffix"], h100["ngram"]
+    assert suf["points"] >= 20 and ng["points"] >= 20
+    assert abs(suf["r_median_log_shipped_profile"]) <= 0.05 and suf["r_median_abs_log_shipped_profile"] <= 0.2
+    assert ng["r_median_abs_log_leave_one_model_out"] <= g.GOAL_MEDIAN_ABS_LOG_R
+    prof = hp.get("h100-vllm0.26.0")
+    assert prof.gpu == "H100" and prof.role == "host" and prof.source == h100["sources"][0]
+    assert (prof.suffix_step_s, prof.suffix_per_seq_s) == (suf["fit"]["step_s"], suf["fit"]["per_seq_s"])
+    assert (prof.ngram_step_s, prof.ngram_per_seq_s) == (ng["fit"]["step_s"], ng["fit"]["per_seq_s"])
+    assert hp.match("H100").profiles == [prof.id] and "MEASURED" in prof.provenance
+
+
+def test_folder_gpu_reads_the_catalog_name_from_nvidia_smi(tmp_path):
+    (tmp_path / "gpu.csv").write_text("name, driver_version, memory.total [MiB]\nNVIDIA H100 80GB HBM3, 580, 81559 MiB\n")
+    assert g.folder_gpu(tmp_path) == "H100"
+    (tmp_path / "gpu.csv").write_text("name, memory.total [MiB]\nNVIDIA H200, 143771 MiB\nNVIDIA H100 80GB HBM3, 1\n")
+    assert g.folder_gpu(tmp_path) == "unknown"  # a mixed host is no one GPU's measurement
+    (tmp_path / "gpu.csv").write_text("name\nSome Future GPU\n")
+    assert g.folder_gpu(tmp_path) == "unknown"

@@ -37,25 +37,26 @@ def test_match_by_fingerprint_then_gpu_then_none():
     assert hp.match("H200", "AMD EPYC", "0.26.1").kind == "gpu+vllm"
     part = hp.match("B200", None, "0.32")
     assert part.kind == "gpu" and part.profiles == ["seed-b200"] and "advisor probe" in part.note
-    none = hp.match("H100")
+    assert hp.match("H100").profiles == ["h100-vllm0.26.0"]  # measured (campaign 12), matched by GPU
+    none = hp.match("A100")
     assert none.kind == "none" and set(none.profiles) == {p.id for p in hp.known()} and "advisor probe" in none.note
 
 
 def test_unknown_host_spans_the_known_profiles_and_names_the_probe():
     p = load_profile(LLAMA_8B)
     w = Workload(corpus="sharegpt", concurrency=32)
-    unknown = predict(p, get_gpu("H100"), 8, w, host_state="OFF")
+    unknown = predict(p, get_gpu("A100"), 8, w, host_state="OFF")
     # each known profile priced at the unknown host's own K̄ (a given build brings its host class's K̄ prior
     # and fitted terms, an unknown host neither): its R is their geometric mean, its gain K̄ / R alone
     same = w.model_copy(update={"k_bar": unknown.k_bar, "k_bar_k": 32})
-    given = {b: predict(p, get_gpu("H100"), 8, same, host_state="OFF", build=b) for b in ("seed", "release")}
+    given = {b: predict(p, get_gpu("A100"), 8, same, host_state="OFF", build=b) for b in [q.id for q in hp.known()]}
     assert unknown.host_match == "none" and unknown.host_spread > 0.1
-    assert unknown.r == pytest.approx(math.sqrt(given["seed"].r * given["release"].r), rel=0.01)
+    assert unknown.r == pytest.approx(math.exp(sum(math.log(g.r) for g in given.values()) / len(given)), rel=0.01)
     assert unknown.decomposition.fitted_factor == pytest.approx(1.0, abs=1e-4)
     assert unknown.gain == pytest.approx(unknown.k_bar / unknown.r, rel=0.01)
-    assert given["seed"].host_spread == 0.0 and given["seed"].host_match == "given"
+    assert given["seed-b200"].host_spread == 0.0 and given["seed-b200"].host_match == "given"
     assert any("advisor probe" in line for line in unknown.explanation)
-    assert unknown.gain_high / unknown.gain_low > given["seed"].gain_high / given["seed"].gain_low
+    assert unknown.gain_high / unknown.gain_low > given["seed-b200"].gain_high / given["seed-b200"].gain_low
 
 
 @pytest.mark.parametrize("gpu,tp,corpus,state", [("B200", 8, "humaneval", "OFF"), ("H200", 1, "sharegpt", None),

@@ -156,7 +156,7 @@ def test_probe_plan_follows_the_chosen_layout(run_cli):
     """The probe that settles an unsure recommendation runs one replica of the layout the search
     chose, at its per-replica concurrency, judged on the P(win) predicted there (not the rules' TP)."""
     code, out, err = run_cli("recommend", "meta-llama/Llama-3.1-8B-Instruct", "--gpu", "H100", "--gpus", "8",
-                             "--corpus", "wildchat", "--json")  # H100: no host profile, so unsure (TP 4 x DP 2 suffix)
+                             "--corpus", "sharegpt", "--json")  # H100's measured profile: unsure (TP 2 x DP 4 suffix)
     assert code == 0, err
     rec = json.loads(out)
     d, pred, plan = rec["decision"], rec["prediction"], rec["probe_plan"]

@@ -115,14 +115,14 @@ def test_shipped_serving_row_is_the_probe_path_fit_and_holds_out_by_corpus():
 
 
 def test_a_host_no_profile_matches_gets_no_host_classs_fitted_terms():
-    """An H100 (no profile) is priced with every known profile's R, but the seed host's fitted terms and
+    """An A100 (no profile) is priced with every known profile's R, but the seed host's fitted terms and
     seed-implied K̄ priors are the seed host's: they do not apply to it (issue #22 item 5)."""
     from advisor.domain.workload import Workload
     from advisor.predict.api import predict
 
     p = _profile_of()("meta-llama/Llama-3.1-8B-Instruct")
     work = Workload(corpus="humaneval", concurrency=32)
-    h100 = predict(p, get_gpu("H100"), 8, work, host_state="OFF")
+    h100 = predict(p, get_gpu("A100"), 8, work, host_state="OFF")
     b200 = predict(p, get_gpu("B200"), 8, work, host_state="OFF")
     assert h100.host_match == "none" and len(h100.host_profile.split(",")) >= 2
     assert h100.decomposition.fitted_factor == pytest.approx(1.0, abs=0.01)
@@ -134,10 +134,10 @@ def test_a_host_no_profile_matches_gets_no_host_classs_fitted_terms():
 def test_default_on_does_not_launch_another_method_predicted_to_lose(run_cli):
     """Under a rule's default_on a qualifying suffix candidate keeps plain decoding off at its layout; an n-gram
     candidate predicted to lose to plain at that layout is not launched in plain's place, and at a layout where no
-    suffix candidate qualifies plain decoding competes (and here wins: DeepSeek-R1-Distill-Qwen-7B, 8 x H100)."""
+    suffix candidate qualifies plain decoding competes (and here wins: DeepSeek-R1-Distill-Qwen-7B, 8 x A100)."""
     import json
 
-    code, out, err = run_cli("recommend", "deepseek-ai/DeepSeek-R1-Distill-Qwen-7B", "--gpu", "H100", "--gpus", "8",
+    code, out, err = run_cli("recommend", "deepseek-ai/DeepSeek-R1-Distill-Qwen-7B", "--gpu", "A100", "--gpus", "8",
                              "--corpus", "swebench", "--json")  # fmt: skip
     assert code == 0, err
     rec = json.loads(out)
@@ -165,7 +165,7 @@ def test_ngram_is_priced_on_the_host_suffix_matched():
     sp = predict(p, get_gpu("H200"), 1, Workload(corpus="sharegpt", concurrency=8), host_state="OFF", cpu_model=CPU,
                  vllm_version="0.26.0")  # fmt: skip
     assert sp.host_profile == hp.get("serving").id and _same_host(sp) == sp.host_profile
-    unmatched = predict(p, get_gpu("H100"), 1, Workload(corpus="sharegpt", concurrency=8), host_state="OFF")
+    unmatched = predict(p, get_gpu("A100"), 1, Workload(corpus="sharegpt", concurrency=8), host_state="OFF")
     assert "," in unmatched.host_profile and _same_host(unmatched) is None
 
 

@@ -133,6 +133,19 @@ def _print_gpu_steps(g: dict) -> None:
             f"{ng['r_median_abs_log_with_suffix_constants']:.3f}, leave-one-model-out "
             f"{ng['r_median_abs_log_leave_one_model_out'] or float('nan'):.3f}, leave-one-concurrency-out "
             f"{ng['r_median_abs_log_leave_one_concurrency_out']:.3f}")  # fmt: skip
+    other = g.get("other_gpu") or {}
+    for gpu, e in (other.get("by_gpu") or {}).items():
+        lines.append(f"  {gpu} (out of sample: constants from the {other['fitted_gpu']}; {', '.join(e['sources'])}): plain step "
+                     f"median |log| {e['plain_median_abs_log_step']:.3f} ({e['plain_points']} points, median log "
+                     f"{e['plain_median_log_step']:+.3f})")  # fmt: skip
+        for method in ("suffix", "ngram"):
+            m = e.get(method)
+            if m:
+                lines.append(
+                    f"    {method}: {m['points']} points; R with the {other['fitted_gpu']} profile median |log| "
+                    f"{m['r_median_abs_log_shipped_profile']:.3f} (median log {m['r_median_log_shipped_profile']:+.3f}); "
+                    f"{gpu}'s own fit {m['fit']['step_s'] * 1e3:.2f} ms + {m['fit']['per_seq_s'] * 1e6:.0f} us/seq, "
+                    f"leave-one-model-out {m['r_median_abs_log_leave_one_model_out'] or float('nan'):.3f}")  # fmt: skip
     t = g.get("release_physics_on_seed")
     if t:
         o, n = t["lomo"]["OFF"], t["lomo"]["ON"]

@@ -166,12 +166,23 @@ def candidate_json(c: Candidate, winner: Candidate, query: LayoutQuery) -> dict:
     return out
 
 
+PLAIN_STEP_MEASURED = {
+    "H200": "within 1% on H200 TP 1 (the grid its GEMM constants come from)",
+    "H100": "within 3% on H100 TP 1, out of sample (campaign 12, calibration/gpu_steps/h100-vllm0.26.0-c12/)",
+}
+"""GPU -> how well the plain step was measured against the roofline at TP 1 (``calibrate --evaluate``'s
+``gpu_steps`` and ``gpu_steps.other_gpu``)."""
+
+
 def _band_note(gpu: str, layout: str | None) -> str:
     """Where the plain step's band was measured, said for this GPU and layout."""
     here = f"{gpu} {layout}" if layout else gpu
-    measured = gpu.upper() == "H200" and (layout or "").split(" x ")[0].split(" + ")[0] == "TP 1"
-    return ("plain step MEASURED within 1% on H200 TP 1, this layout" if measured else
-            f"plain step MEASURED within 1% only on H200 TP 1; {here} is not measured")  # fmt: skip
+    tp1 = (layout or "").split(" x ")[0].split(" + ")[0] == "TP 1"
+    where = PLAIN_STEP_MEASURED.get(gpu.upper())
+    if where and tp1:
+        return f"plain step MEASURED {where}, this layout"
+    known = "; ".join(PLAIN_STEP_MEASURED.values())
+    return f"plain step MEASURED {known}; {here} is not measured"
 
 
 def text_lines(rec) -> list[str]:

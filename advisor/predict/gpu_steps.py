@@ -33,7 +33,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from advisor.hardware.gpus import get_gpu
+from advisor.hardware.gpus import get_gpu, gpu_table
 from advisor.model.schema import ModelProfile
 from advisor.predict.dataset import ProfileFn
 from advisor.predict import host_profile as hp
@@ -46,6 +46,7 @@ MODEL_IDS = {
     "Qwen2.5-32B-Instruct": "Qwen/Qwen2.5-32B-Instruct",
     "Qwen3-30B-A3B": "Qwen/Qwen3-30B-A3B",
     "DeepSeek-V2-Lite": "deepseek-ai/DeepSeek-V2-Lite",
+    "Qwen2.5-7B-Instruct": "Qwen/Qwen2.5-7B-Instruct",
 }
 """gridbench's model labels (directory names on the GPU machine) -> bundled catalog ids."""
 FIT_A_GRID = [i * 0.25e-3 for i in range(0, 41)]
@@ -125,7 +126,12 @@ def grid_dirs(calibration_dir: Path) -> list[Path]:
 
 def folder_gpu(folder: Path) -> str:
     """The catalog GPU a measured folder was taken on, from its ``gpu.csv`` (nvidia-smi's names)."""
-    return "H200" if "H200" in (folder / "gpu.csv").read_text() else "unknown"
+    lines = [ln for ln in (folder / "gpu.csv").read_text().splitlines()[1:] if ln.strip()]
+    names = {ln.split(",")[0].strip() for ln in lines}
+    if len(names) != 1:
+        return "unknown"
+    spec = gpu_table().get(names.pop().upper())
+    return spec.name if spec else "unknown"
 
 
 def spec_method(spec: str) -> str:
@@ -317,15 +323,60 @@ def _ngram(points: list[GridPoint], profiles: dict[str, ModelProfile]) -> dict:
 
 
 def _replicate(points: list[GridPoint], profiles: dict[str, ModelProfile], fitted_on: str) -> dict:
-    """Suffix verification steps measured on another machine loan than the grid the constants were fitted on,
-    predicted with the shipped constants: out of sample across machines of the host class."""
-    others = {pt.source for pt in points if pt.method == "suffix" and pt.source != fitted_on}
+    """Suffix verification steps measured on another machine loan (same GPU) than the grid the constants were
+    fitted on, predicted with the shipped constants: out of sample across machines of the host class."""
+    gpus = {pt.gpu for pt in points if pt.source == fitted_on}
+    others = {pt.source for pt in points if pt.method == "suffix" and pt.source != fitted_on and pt.gpu in gpus}
     if not others:
         return {"available": False, "reason": "no suffix steps outside the fitted grid"}
     used = [pt for pt in points if pt.source in others]
     res = [r for r in predict_points(used, profiles) if r.method == "suffix"]
     return {"available": True, "sources": sorted(others), "points": len(res),
             "r_median_abs_log": _med(_abs_log_r(res)), "table": [r.model_dump() for r in res]}  # fmt: skip
+
+
+def _other_gpu(points: list[GridPoint], profiles: dict[str, ModelProfile], fitted_gpu: str) -> dict:
+    """Grids measured on another GPU type than the shipped constants' (campaign 12: one H100, same vLLM, engine
+    and VM class), per GPU: out of sample, the plain step (the GEMM constants and the GPU table's datasheet
+    figures) and each method's R with the shipped spec-step constants; then the constants that GPU's own
+    verification steps fit (what its host profile carries), in sample and held out by model."""
+    out: dict[str, dict] = {}
+    for gpu in sorted({pt.gpu for pt in points} - {fitted_gpu}):
+        mine = [pt for pt in points if pt.gpu == gpu]
+        shipped = predict_points(mine, profiles)
+        plain = [r for r in shipped if r.draft_cap == 0]
+        entry: dict = {
+            "sources": sorted({pt.source for pt in mine}),
+            "models": sorted({pt.model for pt in mine}),
+            "plain_points": len(plain),
+            "plain_median_abs_log_step": _med([abs(math.log(r.step_ms_pred / r.step_ms_meas)) for r in plain]),
+            "plain_median_log_step": _med([math.log(r.step_ms_pred / r.step_ms_meas) for r in plain]),
+            "plain_table": [r.model_dump() for r in plain],
+        }
+        for method in ("suffix", "ngram"):
+            res = [r for r in shipped if r.method == method]
+            if not any(r.r_meas for r in res):
+                continue
+            fit = fit_spec_constants(mine, profiles, method)
+            refit = [r for r in predict_points(mine, profiles, constants=fit) if r.method == method]
+            models = sorted({pt.model for pt in mine if pt.method == method})
+            lomo = ([r for r in _held_out(mine, profiles, lambda pt: pt.model, method) if r.method == method]
+                    if len(models) > 1 else [])  # fmt: skip
+            entry[method] = {
+                "points": len(_abs_log_r(res)),
+                "r_median_abs_log_shipped_profile": _med(_abs_log_r(res)),
+                "r_median_log_shipped_profile": _med([math.log(r.r_pred / r.r_meas) for r in res if r.r_meas and r.r_pred]),
+                "fit": {"step_s": fit[0], "per_seq_s": fit[1]},
+                "fit_by_model": {m: dict(zip(("step_s", "per_seq_s"), fit_spec_constants(
+                    [pt for pt in mine if pt.model == m], profiles, method))) for m in models},
+                "r_median_abs_log_in_sample": _med(_abs_log_r(refit)),
+                "r_median_abs_log_leave_one_model_out": _med(_abs_log_r(lomo)),
+                "table": [r.model_dump() for r in res],
+            }  # fmt: skip
+        out[gpu] = entry
+    if not out:
+        return {"available": False, "reason": f"no grid on a GPU other than the {fitted_gpu}"}
+    return {"available": True, "fitted_gpu": fitted_gpu, "by_gpu": out}
 
 
 def evaluate(calibration_dir: Path, profile_for: ProfileFn) -> dict:
@@ -338,6 +389,7 @@ def evaluate(calibration_dir: Path, profile_for: ProfileFn) -> dict:
     loaded = [pt.model_copy(update={"arch_class": arch_class(profiles[pt.model])}) for pt in loaded]
     every = [pt for pt in loaded if pt.agrees]
     fitted_on = hp.get("offline-grid").source
+    fitted_gpu = next((pt.gpu for pt in every if pt.source == fitted_on), hp.get("offline-grid").gpu)
     # The suffix constants and their checks: the grid the host profile names as its source (plain and suffix).
     points = [pt for pt in every if pt.source == fitted_on and pt.method in ("", "suffix")]
     excluded = [pt for pt in loaded if not pt.agrees]
@@ -389,5 +441,6 @@ def evaluate(calibration_dir: Path, profile_for: ProfileFn) -> dict:
         "meets_goal": oos is not None and oos <= GOAL_MEDIAN_ABS_LOG_R and not biased,
         "table": [r.model_dump() for r in shipped],
         "suffix_other_machines": _replicate(every, profiles, fitted_on),
-        "ngram": _ngram(every, profiles),
+        "ngram": _ngram([pt for pt in every if pt.gpu == fitted_gpu], profiles),
+        "other_gpu": _other_gpu(every, profiles, fitted_gpu),
     }

@@ -20,7 +20,7 @@ save() {  # everything measured so far into $OUT (one tarball), if this call has
 run() {  # run NAME ARGS...: one engine boot of gridbench.py, bounded by the deadline
   local left=$((DEADLINE - $(date +%s))); [ $left -lt 60 ] && { echo "skip $1 (${left}s left)"; return; }
   echo "=== $(date +%T) $1 (${left}s left)"; local n=$1; shift
-  timeout $left $G "$@" > $R/$n.log 2>&1; echo "=== $(date +%T) $n rc=$?"
+  timeout $left $G --boot $n "$@" > $R/$n.log 2>&1; echo "=== $(date +%T) $n rc=$?"
   nvidia-smi --query-compute-apps=pid --format=csv,noheader | xargs -r kill -9 2>/dev/null; sleep 1
   grep -h -i "Available KV cache memory\|Estimated CUDA graph memory\|Model loading took" $R/$n.log | cut -c1-200
   save

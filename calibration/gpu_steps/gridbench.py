@@ -43,6 +43,7 @@ ap.add_argument("--gmu", type=float, default=0.85)
 ap.add_argument("--max-model-len", type=int, default=16384)
 ap.add_argument("--cudagraph", default="FULL_AND_PIECEWISE")
 ap.add_argument("--label", default=None)
+ap.add_argument("--boot", default=None, help="this boot's name (its log's stem), written into --boots")
 ap.add_argument("--lookup", default=None, help="n-gram prompt_lookup_min,max (vLLM's default when not given)")
 ap.add_argument("--results", required=True)
 ap.add_argument("--boots", required=True)
@@ -129,6 +130,8 @@ boot = dict(model=name, spec=a.spec, k=k, lookup=a.lookup, boot_s=round(boot_s, 
             quantization=vc.model_config.quantization, **info)
 import vllm as _v  # noqa: E402
 boot["vllm_version"] = _v.__version__
+if a.boot:
+    boot["boot"] = a.boot
 print("BOOT " + json.dumps(boot), flush=True)
 with open(a.boots, "a") as f:
     f.write(json.dumps(boot) + "\n")
