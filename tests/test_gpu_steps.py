@@ -182,3 +182,13 @@ def test_folder_gpu_reads_the_catalog_name_from_nvidia_smi(tmp_path):
     assert g.folder_gpu(tmp_path) == "unknown"  # a mixed host is no one GPU's measurement
     (tmp_path / "gpu.csv").write_text("name\nSome Future GPU\n")
     assert g.folder_gpu(tmp_path) == "unknown"
+
+
+def test_the_printed_plain_step_band_names_where_it_was_measured():
+    """The text output says which GPU and TP the plain step was measured at, and that this layout was not."""
+    from advisor.plan.layout_wiring import _band_note
+
+    assert _band_note("H100", "TP 1") == "plain step MEASURED on H100 TP 1 within 3% (out of sample, campaign 12), this layout"
+    assert _band_note("H200", "TP 1 x DP 8").endswith("this layout")
+    far = _band_note("B200", "TP 8")
+    assert "on H200 TP 1 within 1%" in far and "on H100 TP 1 within 3%" in far and far.endswith("B200 TP 8 is not measured")

@@ -167,8 +167,8 @@ def candidate_json(c: Candidate, winner: Candidate, query: LayoutQuery) -> dict:
 
 
 PLAIN_STEP_MEASURED = {
-    "H200": "within 1% on H200 TP 1 (the grid its GEMM constants come from)",
-    "H100": "within 3% on H100 TP 1, out of sample (campaign 12, calibration/gpu_steps/h100-vllm0.26.0-c12/)",
+    "H200": "on H200 TP 1 within 1% (the GEMM constants' own grid)",
+    "H100": "on H100 TP 1 within 3% (out of sample, campaign 12)",
 }
 """GPU -> how well the plain step was measured against the roofline at TP 1 (``calibrate --evaluate``'s
 ``gpu_steps`` and ``gpu_steps.other_gpu``)."""
@@ -181,7 +181,7 @@ def _band_note(gpu: str, layout: str | None) -> str:
     where = PLAIN_STEP_MEASURED.get(gpu.upper())
     if where and tp1:
         return f"plain step MEASURED {where}, this layout"
-    known = "; ".join(PLAIN_STEP_MEASURED.values())
+    known = " and ".join(PLAIN_STEP_MEASURED.values())
     return f"plain step MEASURED {known}; {here} is not measured"
 
 
