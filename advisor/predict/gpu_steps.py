@@ -33,7 +33,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from advisor.hardware.gpus import get_gpu, gpu_table
+from advisor.hardware.gpu_detect import gpu_name_for_specs
+from advisor.hardware.gpus import get_gpu
 from advisor.model.schema import ModelProfile
 from advisor.predict.dataset import ProfileFn
 from advisor.predict import host_profile as hp
@@ -127,11 +128,8 @@ def grid_dirs(calibration_dir: Path) -> list[Path]:
 def folder_gpu(folder: Path) -> str:
     """The catalog GPU a measured folder was taken on, from its ``gpu.csv`` (nvidia-smi's names)."""
     lines = [ln for ln in (folder / "gpu.csv").read_text().splitlines()[1:] if ln.strip()]
-    names = {ln.split(",")[0].strip() for ln in lines}
-    if len(names) != 1:
-        return "unknown"
-    spec = gpu_table().get(names.pop().upper())
-    return spec.name if spec else "unknown"
+    names = {gpu_name_for_specs(ln.split(",")[0]) for ln in lines}
+    return (names.pop() or "unknown") if len(names) == 1 else "unknown"
 
 
 def spec_method(spec: str) -> str:
@@ -323,10 +321,10 @@ def _ngram(points: list[GridPoint], profiles: dict[str, ModelProfile]) -> dict:
 
 
 def _replicate(points: list[GridPoint], profiles: dict[str, ModelProfile], fitted_on: str) -> dict:
-    """Suffix verification steps measured on another machine loan (same GPU) than the grid the constants were
-    fitted on, predicted with the shipped constants: out of sample across machines of the host class."""
-    gpus = {pt.gpu for pt in points if pt.source == fitted_on}
-    others = {pt.source for pt in points if pt.method == "suffix" and pt.source != fitted_on and pt.gpu in gpus}
+    """Suffix verification steps measured on another machine loan than the grid the constants were fitted on,
+    predicted with the shipped constants: out of sample across machines of the host class (``points``: the
+    fitted GPU's)."""
+    others = {pt.source for pt in points if pt.method == "suffix" and pt.source != fitted_on}
     if not others:
         return {"available": False, "reason": "no suffix steps outside the fitted grid"}
     used = [pt for pt in points if pt.source in others]
@@ -390,6 +388,7 @@ def evaluate(calibration_dir: Path, profile_for: ProfileFn) -> dict:
     every = [pt for pt in loaded if pt.agrees]
     fitted_on = hp.get("offline-grid").source
     fitted_gpu = next((pt.gpu for pt in every if pt.source == fitted_on), hp.get("offline-grid").gpu)
+    same_gpu = [pt for pt in every if pt.gpu == fitted_gpu]  # other machines of the class; other GPUs: _other_gpu
     # The suffix constants and their checks: the grid the host profile names as its source (plain and suffix).
     points = [pt for pt in every if pt.source == fitted_on and pt.method in ("", "suffix")]
     excluded = [pt for pt in loaded if not pt.agrees]
@@ -440,7 +439,7 @@ def evaluate(calibration_dir: Path, profile_for: ProfileFn) -> dict:
         "goal": {"median_abs_log_r": GOAL_MEDIAN_ABS_LOG_R, "class_bias": GOAL_CLASS_BIAS},
         "meets_goal": oos is not None and oos <= GOAL_MEDIAN_ABS_LOG_R and not biased,
         "table": [r.model_dump() for r in shipped],
-        "suffix_other_machines": _replicate(every, profiles, fitted_on),
-        "ngram": _ngram([pt for pt in every if pt.gpu == fitted_gpu], profiles),
+        "suffix_other_machines": _replicate(same_gpu, profiles, fitted_on),
+        "ngram": _ngram(same_gpu, profiles),
         "other_gpu": _other_gpu(every, profiles, fitted_gpu),
     }
