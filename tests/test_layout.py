@@ -160,9 +160,12 @@ def test_probe_plan_follows_the_chosen_layout(run_cli):
     assert code == 0, err
     rec = json.loads(out)
     d, pred, plan = rec["decision"], rec["prediction"], rec["probe_plan"]
-    assert plan is not None and 0.30 <= pred["p_win"] <= 0.70
+    assert plan is not None
+    at_layout = [c for c in rec["candidates"] if c["speculative_method"] == "suffix" and c["p_win"] is not None
+                 and c["tensor_parallel_size"] == d["tensor_parallel_size"]]  # fmt: skip
+    assert at_layout and any(0.30 <= c["p_win"] <= 0.70 for c in at_layout)
     assert plan["tensor_parallel_size"] == d["tensor_parallel_size"]
     assert plan["concurrency"] == pred["running_per_replica"]
     argv = plan["argv"]
     assert argv[argv.index("--tp") + 1] == str(d["tensor_parallel_size"]) and "--data-parallel-size" not in argv
-    assert sum(t.startswith("unsure:") for t in rec["trace"]) == 1
+    assert sum("unsure:" in t for t in rec["trace"]) == 1

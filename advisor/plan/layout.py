@@ -29,6 +29,11 @@ from advisor.rules.policy import load_policy
 from advisor.plan.memory_terms import batch_defaults
 
 Objective = Literal["throughput", "latency"]
+WhyKind = Literal["boot", "span", "pp", "declined", "rule", "measured", "load", "loses", "forced", "sla", "no_point"]
+"""Why a candidate is not launched: does not boot; DP replicas span nodes; a speculative method with PP; the
+predictor declined; the rules forbid or require a method; a probe on this host decided elsewhere; suffix above the
+load it was measured at; predicted to lose to plain decoding at its layout; the user forced another method;
+a limit (--max-tpot-ms, --max-ttft-ms, --request-rate) is missed; no operating point to predict."""
 
 
 class NoFeasibleLayout(AdvisorError):
@@ -62,6 +67,8 @@ class LayoutQuery(BaseModel):
     """--kv-cache-dtype: the KV cache's dtype, or ``search`` for both (fp8 changes numerics: opt-in)."""
     request_rate: float | None = Field(default=None, gt=0)
     """--request-rate: requests per second over the host (open loop); the fewest GPUs that serve it are sought."""
+    spec: Literal["none", "suffix", "ngram", "mtp"] | None = None
+    """--spec: the speculative method the user forces (launched however it is predicted); None: the fastest."""
 
     @property
     def operating_point(self) -> bool:
@@ -112,6 +119,8 @@ class Candidate(BaseModel):
     eligible: bool = True
     why_not: str | None = None
     """Why this candidate cannot win (does not boot, rule, SLA); None when eligible."""
+    why_kind: WhyKind | None = None
+    """What kind of reason ``why_not`` is (typed: logic reads this, never the message text)."""
 
     def label(self) -> str:
         spec = "plain" if self.method == "none" else f"{self.method} K={self.k}"
@@ -281,11 +290,11 @@ def _one(p, gpu, lay, method, k, cap, base, concurrency, query, suffix_gain, pla
     if lay.dp > 1 and lay.gpus > query.gpus_per_node:
         # advisor.render.multinode renders one replica across nodes (TP x PP), not DP replicas spread over nodes.
         return Candidate(layout=lay, method=method, k=k, max_num_seqs=cap, boots=False, memory_reason="not planned",
-                         eligible=False, why_not=f"{lay.dp} data-parallel replicas over {lay.gpus} GPUs span more than a node "
+                         eligible=False, why_kind="span", why_not=f"{lay.dp} data-parallel replicas over {lay.gpus} GPUs span more than a node "
                          f"of {query.gpus_per_node}: not rendered (run one server per node instead)")  # fmt: skip
     if split is not None and method != "none" and method not in query.pp_speculative_methods:
         cand = Candidate(layout=lay, method=method, k=k, max_num_seqs=cap, boots=False, kv_cache_tokens=0,
-                         memory_reason="not planned", eligible=False)  # fmt: skip
+                         memory_reason="not planned", eligible=False, why_kind="pp")  # fmt: skip
         cand.why_not = (f"{method} with pipeline parallelism (TP {split[0]} x PP {split[1]} over {split[1]} nodes): no "
                         "speculative method the advisor renders is known to work with PP in this vLLM (advisor.vllm_facts "
                         "pp_speculative_methods: vLLM issue #57755, PR #55623)")  # fmt: skip
@@ -293,7 +302,7 @@ def _one(p, gpu, lay, method, k, cap, base, concurrency, query, suffix_gain, pla
     boots, kv_tokens, reason = planner(replica_profile(p, lay, method), d)
     cand = Candidate(layout=lay, method=method, k=k, max_num_seqs=cap, boots=boots, kv_cache_tokens=kv_tokens, memory_reason=reason)
     if not boots:
-        cand.eligible, cand.why_not = False, f"does not boot: {reason}"
+        cand.eligible, cand.why_not, cand.why_kind = False, f"does not boot: {reason}", "boot"
         return cand
     if vf is not None and query.operating_point and base.max_num_seqs is None and split is None:
         # (a multi-node TP x PP replica keeps the fixed-load pricing: the operating point models one node's steps)
@@ -312,7 +321,7 @@ def _one(p, gpu, lay, method, k, cap, base, concurrency, query, suffix_gain, pla
             gains[key] = suffix_gain(*key)
         sp = gains[key]
         if sp is None:
-            cand.eligible, cand.why_not = False, "the suffix predictor declined (no calibration for this model/GPU)"
+            cand.eligible, cand.why_not, cand.why_kind = False, "the suffix predictor declined (no calibration for this model/GPU)", "declined"
             return cand
         if method == "suffix":
             gain = Band(value=sp.gain, low=sp.gain_low, high=sp.gain_high)
@@ -346,6 +355,17 @@ def _one(p, gpu, lay, method, k, cap, base, concurrency, query, suffix_gain, pla
             cand.spec_schedule, cand.schedule_reason = op.spec_schedule(method, k, gain_at, cap or batch_defaults(gpu, vf.version)[1],
                                                                         lay.dp, vf)  # fmt: skip
     return cand
+
+
+def schedule_graph_cost(p: ModelProfile, vf) -> float:
+    """Seconds a K schedule adds to every step that drafts nothing: vLLM lines that force PIECEWISE CUDA graphs
+    with ``num_speculative_tokens_per_batch_size`` (``VllmFacts.spec_schedule_piecewise``) replay plain steps
+    PIECEWISE instead of FULL (the per-layer launch cost of advisor.predict.stepcost)."""
+    from advisor.predict import stepcost as sc
+
+    if not getattr(vf, "spec_schedule_piecewise", False):
+        return 0.0
+    return sc.launch_time(p, "piecewise") - sc.launch_time(p, "full")
 
 
 SUFFIX_TOKENS_CAP = 12
@@ -441,16 +461,24 @@ def _operating_point(cand: Candidate, p, gpu, lay, method, k, kv_tokens, concurr
     schedulable = method in vf.spec_schedule_methods and (lay.dp == 1 or vf.spec_schedule_with_dp) and vf.spec_schedule
     if method != "none":
         if raw(1)[0] is None:
-            cand.eligible, cand.why_not = False, "the suffix predictor declined (no calibration for this model/GPU)"
+            cand.eligible, cand.why_not, cand.why_kind = False, "the suffix predictor declined (no calibration for this model/GPU)", "declined"
             return
         notes += raw(1)[2]
         if schedulable:
             ranges = op.schedule_ranges(gain_of, k, max(op.SEQS_GRID))
-            if len(ranges) > 1:  # where the schedule drafts nothing: plain decoding's figures
-                one = Band(value=1.0, low=1.0, high=1.0)
-                gain_of = lambda n: raw(n)[0] if op.k_at(ranges, n) else one  # noqa: E731
-                notes.append(f"{method}: K=0 where its gain is predicted <= 1 (num_speculative_tokens_per_batch_size; "
-                             "ASSUMED: a step that drafts nothing costs a plain step)")  # fmt: skip
+            if len(ranges) > 1:  # where the schedule drafts nothing: a plain step, in the graph mode the schedule forces
+                extra = schedule_graph_cost(p, vf)
+
+                def idle(n: int) -> Band:
+                    f = step_of(n) / (step_of(n) + extra)
+                    return Band(value=round(f, 4), low=round(f, 4), high=round(f, 4))
+
+                gain_of = lambda n: raw(n)[0] if op.k_at(ranges, n) else idle(n)  # noqa: E731
+                notes.append(f"{method}: K=0 where its gain is predicted <= 1 (num_speculative_tokens_per_batch_size); "
+                             + (f"a step that drafts nothing is a plain step replayed PIECEWISE, not FULL (vLLM {vf.version} "
+                                f"forces PIECEWISE with a schedule: {vf.sources.get('spec_schedule_piecewise', '')}), "
+                                f"+{extra * 1e3:.2f} ms per step (advisor.predict.stepcost LAYER_LAUNCH_S)"
+                                if extra else "a step that drafts nothing costs a plain step"))  # fmt: skip
     q_tok = 1.0 if method == "none" else 1.0 + (min(k, SUFFIX_TOKENS_CAP) if method == "suffix" else k)
     pq = query.point_query(concurrency)
     P = query.prompt_len
@@ -466,7 +494,7 @@ def _operating_point(cand: Candidate, p, gpu, lay, method, k, kv_tokens, concurr
     cand.points = pts
     chosen = op.best(pts, query.objective, query.output_len) or op.nearest(pts)
     if chosen is None:
-        cand.eligible, cand.why_not = False, "no operating point to predict"
+        cand.eligible, cand.why_not, cand.why_kind = False, "no operating point to predict", "no_point"
         return
     cand.figures, cand.max_num_seqs, cand.max_num_batched_tokens = chosen.figures, chosen.max_num_seqs, chosen.max_num_batched_tokens
     cand.concurrency = chosen.concurrency if not (query.concurrency_given and query.request_rate is None) else None

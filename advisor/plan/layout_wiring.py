@@ -22,8 +22,9 @@ def decision_of(base: Decision, c: Candidate) -> Decision:
     })  # fmt: skip
 
 
-RULED_OUT = ("the rules", "P(win)=", "plain decoding is not launched", "probes on this host", "suffix off")
-"""Starts of the decider's reasons that rule a candidate out whatever its operating point (not the limits)."""
+RULED_OUT = frozenset({"rule", "measured", "load", "loses", "forced"})
+"""Kinds of the decider's reasons (``Candidate.why_kind``) that rule a candidate out whatever its operating point
+(not the limits)."""
 
 
 def pareto_json(ranked: list[Candidate], chosen: Candidate) -> list[dict]:
@@ -31,7 +32,7 @@ def pareto_json(ranked: list[Candidate], chosen: Candidate) -> list[dict]:
     leave in (advisor.plan.operating_point.pareto), the chosen one marked."""
     from advisor.plan.operating_point import pareto
 
-    pts = [pt for c in ranked for pt in c.points if c.boots and not (c.why_not or "").startswith(RULED_OUT)]
+    pts = [pt for c in ranked for pt in c.points if c.boots and c.why_kind not in RULED_OUT]
     out = []
     for pt in pareto(pts):
         is_chosen = (pt.layout == chosen.layout and pt.method == chosen.method and pt.k == chosen.k
@@ -39,19 +40,24 @@ def pareto_json(ranked: list[Candidate], chosen: Candidate) -> list[dict]:
                      and pt.max_num_seqs == chosen.max_num_seqs and pt.max_num_batched_tokens == chosen.max_num_batched_tokens)  # fmt: skip
         f = pt.figures
         out.append({"label": pt.label(), "tok_s_per_gpu": pt.tok_s_per_gpu, "tok_s_per_user": pt.tok_s_per_user,
-                    "tpot_ms": f.tpot_ms.value, "ttft_ms": f.ttft_ms.value, "max_num_seqs": pt.max_num_seqs,
+                    "tpot_ms": f.tpot_ms.value, "ttft_ms": _ttft_value(f), "max_num_seqs": pt.max_num_seqs,
                     "max_num_batched_tokens": pt.max_num_batched_tokens, "concurrency": pt.concurrency,
                     "tensor_parallel_size": pt.layout.tp, "data_parallel_size": pt.layout.dp, "method": pt.method,
                     "k": pt.k, "kv_cache_dtype": pt.kv_cache_dtype, "feasible": pt.feasible, "why_not": pt.why_not, "chosen": is_chosen})  # fmt: skip
     if not any(x["chosen"] for x in out) and chosen.figures is not None:
         f = chosen.figures
         out.append({"label": chosen.label(), "tok_s_per_gpu": round(f.throughput_tok_s.value / chosen.layout.gpus, 1),
-                    "tok_s_per_user": round(1000 / f.tpot_ms.value, 1), "tpot_ms": f.tpot_ms.value, "ttft_ms": f.ttft_ms.value,
+                    "tok_s_per_user": round(1000 / f.tpot_ms.value, 1), "tpot_ms": f.tpot_ms.value, "ttft_ms": _ttft_value(f),
                     "max_num_seqs": chosen.max_num_seqs, "max_num_batched_tokens": chosen.max_num_batched_tokens,
                     "concurrency": chosen.concurrency, "tensor_parallel_size": chosen.layout.tp,
                     "data_parallel_size": chosen.layout.dp, "method": chosen.method, "k": chosen.k, "feasible": True,
                     "why_not": None, "chosen": True, "off_frontier": True})  # fmt: skip
     return out
+
+
+def _ttft_value(f) -> float | None:
+    """TTFT's figure, or None where the queue grows without bound (``ttft_unbounded`` says why)."""
+    return f.ttft_ms.value if f.ttft_ms is not None else None
 
 
 def operating_point_trace(c: Candidate, query: LayoutQuery, host: HostContext) -> tuple[list[str], int | None]:
@@ -65,7 +71,7 @@ def operating_point_trace(c: Candidate, query: LayoutQuery, host: HostContext) -
     if query.request_rate is not None:
         f = c.figures
         inflight = getattr(f, "offered_per_replica", None)
-        offered = max(1, round(inflight * c.layout.dp)) if inflight is not None and inflight < 1e8 else None
+        offered = max(1, round(inflight * c.layout.dp)) if inflight is not None else None
         lines.append(f"--request-rate {query.request_rate:g}/s: {c.layout.gpus} of the host's {host.gpus} GPUs serve it "
                      f"({c.layout.label()})" + (" within the limits" if getattr(f, "stable", True) else
                                                  ", at capacity: no layout on the host serves it"))  # fmt: skip
@@ -87,7 +93,9 @@ def operating_point_trace(c: Candidate, query: LayoutQuery, host: HostContext) -
 def absolute_prediction(c: Candidate, query: LayoutQuery) -> dict:
     f = c.figures
     out = {
-        "throughput_tok_s": f.throughput_tok_s.model_dump(), "tpot_ms": f.tpot_ms.model_dump(), "ttft_ms": f.ttft_ms.model_dump(),
+        "throughput_tok_s": f.throughput_tok_s.model_dump(), "tpot_ms": f.tpot_ms.model_dump(),
+        "ttft_ms": f.ttft_ms.model_dump() if f.ttft_ms is not None else None, "ttft_unbounded": f.ttft_unbounded,
+        "busy_replicas": f.busy_replicas,
         "step_ms": f.step_ms.model_dump(), "prefill_ms": f.prefill_ms.model_dump(),
         "speculative_gain": f.gain.model_dump() if f.gain else None,
         "running_per_replica": f.running_per_replica, "waiting_per_replica": f.waiting_per_replica,
@@ -102,9 +110,9 @@ def absolute_prediction(c: Candidate, query: LayoutQuery) -> dict:
     from advisor.predict.serving import LoadedFigures
 
     if isinstance(f, LoadedFigures):
-        inflight = f.offered_per_replica * c.layout.dp
+        inflight = f.offered_per_replica * c.layout.dp if f.offered_per_replica is not None else None
         out.update({"offered_concurrency": c.concurrency if c.concurrency is not None else (
-            round(inflight) if inflight != float("inf") else None), "request_rate": round(f.request_rate_per_replica * c.layout.dp, 3),
+            round(inflight) if inflight is not None else None), "request_rate": round(f.request_rate_per_replica * c.layout.dp, 3),
             "ttft_unloaded_ms": f.ttft_unloaded_ms, "ttft_prefill_wait_ms": f.ttft_prefill_wait_ms,
             "ttft_slot_wait_ms": f.ttft_slot_wait_ms})  # fmt: skip
     return out
@@ -156,7 +164,7 @@ def candidate_json(c: Candidate, winner: Candidate, query: LayoutQuery) -> dict:
         "num_speculative_tokens": c.k, "max_num_seqs": c.max_num_seqs, "max_num_batched_tokens": c.max_num_batched_tokens,
         "concurrency": c.concurrency, "kv_cache_dtype": c.kv_cache_dtype, "spec_schedule": c.spec_schedule,
         "schedule_reason": c.schedule_reason, "boots": c.boots, "kv_cache_tokens": c.kv_cache_tokens,
-        "eligible": c.eligible, "why_not": c.why_not, "p_win": c.p_win, "chosen": c is winner,
+        "eligible": c.eligible, "why_not": c.why_not, "why_kind": c.why_kind, "p_win": c.p_win, "chosen": c is winner,
         "k_bar": c.k_bar, "r": c.r, "measured_gain": c.measured_gain,
     }  # fmt: skip
     if c.figures is not None:
@@ -190,7 +198,7 @@ def text_lines(rec) -> list[str]:
     p = rec.prediction
     if p is None or p.throughput_tok_s is None:
         return []
-    fmt = lambda b, d=0: f"{b.value:,.{d}f} [{b.low:,.{d}f}, {b.high:,.{d}f}]"  # noqa: E731
+    fmt = lambda b, d=0: f"{b.value:,.{d}f} [{b.low:,.{d}f}, {b.high:,.{d}f}]" if b is not None else "unbounded"  # noqa: E731
     lines = [f"Predicted ({p.layout}, {p.method}; prompt {p.prompt_len}, output {p.output_len} tokens):",
              f"  host output throughput {fmt(p.throughput_tok_s)} tok/s",
              f"  TPOT {fmt(p.tpot_ms, 1)} ms   TTFT {fmt(p.ttft_ms)} ms",
@@ -203,9 +211,14 @@ def text_lines(rec) -> list[str]:
         lines.append(f"  operating point: max_num_seqs {p.max_num_seqs}, max_num_batched_tokens {p.max_num_batched_tokens} "
                      f"(chunked prefill), {load}, {p.request_rate or 0:,.1f} requests/s on {p.gpus_used} GPUs: "
                      f"{p.tok_s_per_gpu:,.0f} tok/s per GPU, {p.tok_s_per_user:,.1f} tok/s per user")
-        lines.append(f"  TTFT under load {p.ttft_ms.value:,.0f} ms = prefill {p.ttft_ms.value - (p.ttft_prefill_wait_ms or 0) - (p.ttft_slot_wait_ms or 0):,.0f}"
-                     f" + wait for the prefill budget {p.ttft_prefill_wait_ms or 0:,.0f} + wait for a slot {p.ttft_slot_wait_ms or 0:,.0f} ms; "
-                     f"unloaded lower bound {p.ttft_unloaded_ms:,.0f} ms")
+        if p.ttft_ms is None:
+            lines.append(f"  TTFT under load: no figure: {p.ttft_unbounded or 'the queue grows without bound'}; "
+                         f"unloaded lower bound {p.ttft_unloaded_ms:,.0f} ms")
+        else:
+            prefill = p.ttft_ms.value - (p.ttft_prefill_wait_ms or 0) - (p.ttft_slot_wait_ms or 0)
+            lines.append(f"  TTFT under load {p.ttft_ms.value:,.0f} ms = prefill {prefill:,.0f}"
+                         f" + wait for the prefill budget {p.ttft_prefill_wait_ms or 0:,.0f} + wait for a slot {p.ttft_slot_wait_ms or 0:,.0f} ms"
+                         f" (rounded terms); unloaded lower bound {p.ttft_unloaded_ms:,.0f} ms")
     if p.schedule_reason:
         lines.append(f"  speculation by load: {p.schedule_reason}")
     lines.append(f"  intervals: step ±10% and prefill ±25% (ASSUMED bands; {_band_note(rec.host.gpu, p.layout)}), "
@@ -217,7 +230,8 @@ def text_lines(rec) -> list[str]:
         lines.append("Next best:")
         for c in runners:
             q = c.get("prediction")
+            ttft = f"{q['ttft_ms']['value']:.0f} ms" if q and q.get("ttft_ms") else "unbounded"
             figs = (f"{q['throughput_tok_s']['value']:,.0f} tok/s, TPOT {q['tpot_ms']['value']:.1f} ms, "
-                    f"TTFT {q['ttft_ms']['value']:.0f} ms") if q else "no figures"
+                    f"TTFT {ttft}") if q else "no figures"
             lines.append(f"  {c['label']}: {figs} — lost: {c.get('why_lost') or c.get('why_not')}")
     return lines

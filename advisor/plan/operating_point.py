@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from advisor.domain.prediction import Band
 from advisor.predict.absolute import ReplicaLayout
-from advisor.predict.serving import LoadedFigures, operating_figures
+from advisor.predict.serving import LoadedFigures, busy_replicas, operating_figures
 
 SEQS_GRID = (8, 16, 24, 32, 48, 64, 96, 128, 160, 192, 256, 320, 384, 512, 768, 1024)
 """max_num_seqs values searched (vLLM's default on an H200 is 1024: advisor.vllm_facts batch_tiers)."""
@@ -114,6 +114,8 @@ def points(q: PointQuery, lay: ReplicaLayout, method: str, k: int | None, *, ste
             load["rate"] = q.request_rate / lay.dp
         else:
             load["concurrency"] = b if q.concurrency is None else -(-q.concurrency // lay.dp)
+            if q.concurrency is not None:  # only the replicas that have requests produce tokens
+                load["busy"] = busy_replicas(q.concurrency, lay.dp)
         f = operating_figures(step_of, prefill_token_s=prefill_token_s, prefill_alone_s=prefill_alone_s,
                               prompt_len=q.prompt_len, output_len=q.output_len, max_num_seqs=b, max_num_batched_tokens=m,
                               kv_slots=kv_slots, dp=lay.dp, gain=gain, tokens_per_seq=tokens_per_seq, notes=notes, **load)  # fmt: skip
@@ -133,8 +135,8 @@ def judge(f: LoadedFigures, q: PointQuery) -> str | None:
                 f"({f.request_rate_per_replica:.2f}/s each at {f.limit})")  # fmt: skip
     if q.max_tpot_ms and f.tpot_ms.value > q.max_tpot_ms:
         return f"TPOT {f.tpot_ms.value:.1f} ms > --max-tpot-ms {q.max_tpot_ms:g}"
-    if q.max_ttft_ms and f.ttft_ms.value > q.max_ttft_ms:
-        return f"TTFT {f.ttft_ms.value:.0f} ms under load > --max-ttft-ms {q.max_ttft_ms:g}"
+    if q.max_ttft_ms and f.ttft_value > q.max_ttft_ms:
+        return f"TTFT {f.ttft_value:.0f} ms under load > --max-ttft-ms {q.max_ttft_ms:g}"
     return None
 
 
@@ -145,8 +147,8 @@ def best(pts: list[Point], objective: str = "throughput", output_len: int = 512)
     if not ok:
         return None
     if objective == "latency":
-        return min(ok, key=lambda p: (p.figures.ttft_ms.value + output_len * p.figures.tpot_ms.value, -p.tok_s_per_gpu))
-    return min(ok, key=lambda p: (-p.tok_s_per_gpu, p.figures.tpot_ms.value, p.figures.ttft_ms.value, p.max_num_seqs,
+        return min(ok, key=lambda p: (p.figures.ttft_value + output_len * p.figures.tpot_ms.value, -p.tok_s_per_gpu))
+    return min(ok, key=lambda p: (-p.tok_s_per_gpu, p.figures.tpot_ms.value, p.figures.ttft_value, p.max_num_seqs,
                                   p.max_num_batched_tokens))  # fmt: skip
 
 
@@ -154,7 +156,7 @@ def nearest(pts: list[Point]) -> Point | None:
     """Where no point meets the limits: the one that misses TPOT least (then TTFT), stable first."""
     if not pts:
         return None
-    return min(pts, key=lambda p: (not p.figures.stable, p.figures.tpot_ms.value, p.figures.ttft_ms.value))
+    return min(pts, key=lambda p: (not p.figures.stable, p.figures.tpot_ms.value, p.figures.ttft_value))
 
 
 def pareto(pts: list[Point]) -> list[Point]:

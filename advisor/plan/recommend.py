@@ -203,7 +203,11 @@ def recommend(
                       suffix_gain=suffix_prediction, planner=verdict, tp_fixed=tensor_parallel_size,
                       k_fixed=num_speculative_tokens, k_rules=k, policy_table=pol, vllm_version=host.vllm_version,
                       workload=workload)  # fmt: skip
-        return cands, choose(cands, policy=outcome.speculation, rule=outcome.speculation_rule, query=query, bands=pol.p_win)
+        if query.spec is not None and not any(c.method == query.spec for c in cands):
+            raise UsageError(f"--spec {query.spec}: {_method_name(query.spec)} is not a candidate for {profile.id}"
+                             + (" (its config has no MTP layers)" if query.spec == "mtp" else "") + "; drop --spec or pick another")
+        return cands, choose(cands, policy=outcome.speculation, rule=outcome.speculation_rule, query=query, bands=pol.p_win,
+                             forced=query.spec)  # fmt: skip
 
     def decide(b: Decision):
         if query.request_rate is None:
@@ -249,6 +253,12 @@ def recommend(
             return _not_bootable(profile, host, workload, outcome, rules_d, alt, str(err), warnings, trace, fields, pred)
     return _assemble(profile, host, workload, outcome, base, cands, choice, fixed, warnings, trace, fields, query,
                      suffix_prediction, planner, num_speculative_tokens, k, pol)  # fmt: skip
+
+
+def _method_name(m: str) -> str:
+    from advisor.plan.choose import METHOD_NAMES
+
+    return METHOD_NAMES[m]
 
 
 def _not_bootable(profile, host, workload, outcome, decision, alt, why, warnings, trace, fields, pred) -> Recommendation:

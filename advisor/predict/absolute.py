@@ -317,20 +317,31 @@ class ServingFigures(BaseModel):
     """Output tokens per second over every replica."""
     tpot_ms: Band
     """Time per output token one user sees."""
-    ttft_ms: Band
-    """Time to first token (prefill + one step + waiting for a slot)."""
+    ttft_ms: Band | None
+    """Time to first token (prefill + one step + waiting for a slot); None where the queue grows without bound
+    (``ttft_unbounded`` says why)."""
+    ttft_unbounded: str | None = None
+    """Why there is no TTFT figure (an offered rate above capacity); None when ``ttft_ms`` is a figure."""
     step_ms: Band
     """One plain decode step of a replica at its running sequences."""
     prefill_ms: Band
     """Prefill of one prompt on one replica."""
     running_per_replica: int
     """Sequences a replica runs at once (concurrency / DP, capped by max_num_seqs and the KV cache)."""
-    waiting_per_replica: float
-    """Requests per replica waiting for a slot."""
+    waiting_per_replica: float | None
+    """Requests per replica waiting for a slot (None: a queue growing without bound)."""
+    busy_replicas: float | None = None
+    """Replicas' worth of the host that has requests (advisor.predict.serving.busy_replicas): host tok/s counts
+    only those; fewer requests than replicas leave replicas idle. None: every replica."""
     gain: Band | None = None
     """Speculative tokens-per-time gain over plain decoding (None: plain)."""
     notes: list[str] = Field(default_factory=list)
     """Labelled terms (ASSUMED / MEASURED / FITTED) behind these figures."""
+
+    @property
+    def ttft_value(self) -> float:
+        """TTFT in ms for ranking and limits: infinite where there is no steady state (never printed)."""
+        return self.ttft_ms.value if self.ttft_ms is not None else math.inf
 
 
 def serve(p: ModelProfile, gpu: GpuSpec, lay: ReplicaLayout, *, concurrency: int, prompt_len: int, output_len: int,
@@ -345,9 +356,12 @@ def serve(p: ModelProfile, gpu: GpuSpec, lay: ReplicaLayout, *, concurrency: int
     g = gain or Band(value=1.0, low=1.0, high=1.0)
     wait = (per_replica - n) / n
 
+    # only requests produce tokens: the host runs min(C, DP x n) sequences, not DP x n (idle replicas add nothing)
+    running_host = min(max(1, concurrency), lay.dp * n)
+
     def cycle(ts: float, tp: float, tm: float, gg: float) -> tuple[float, float, float]:
         t = output_len * ts / gg + n * tm
-        return lay.dp * n * output_len / t, t / output_len, tp + ts + wait * t
+        return running_host * output_len / t, t / output_len, tp + ts + wait * t
 
     lo, hi = 1 - PREFILL_BAND, 1 + PREFILL_BAND
     mid = cycle(t_step, t_pf, t_pm, g.value)
@@ -361,6 +375,7 @@ def serve(p: ModelProfile, gpu: GpuSpec, lay: ReplicaLayout, *, concurrency: int
         step_ms=Band(value=r(t_step * 1e3, 3), low=r(t_step * (1 - STEP_BAND) * 1e3, 3), high=r(t_step * (1 + STEP_BAND) * 1e3, 3)),
         prefill_ms=Band(value=r(t_pf * 1e3, 2), low=r(t_pf * (1 - PREFILL_BAND) * 1e3, 2), high=r(t_pf * (1 + PREFILL_BAND) * 1e3, 2)),
         running_per_replica=n, waiting_per_replica=round(max(0, per_replica - n), 1), gain=gain,
+        busy_replicas=round(running_host / n, 3),
         notes=step_notes + list(notes or []) + [
             "prefill: FLOPs at the GEMM efficiency MEASURED on the H200 (0.64); the grid's prefill is 9-20% faster"],
     )  # fmt: skip

@@ -39,17 +39,21 @@ def pp_serve(p: ModelProfile, gpu: GpuSpec, tp_node: int, pp: int, *, concurrenc
     """The figures of TP ``tp_node`` x PP ``pp`` (the module docstring's mechanism)."""
     mb = serve(p, gpu, ReplicaLayout(tp=tp_node), concurrency=-(-concurrency // pp), prompt_len=prompt_len,
                output_len=output_len, slots=max(1, -(-slots // pp)), gain=gain, notes=notes)  # fmt: skip
+    # micro-batches with no request add nothing: PP stages are busy only as far as there are requests
+    busy = min(float(pp), max(1, concurrency) / max(1, -(-concurrency // pp)))
     g = (gain.value if gain else 1.0) or 1.0
     hop_ms = (pp - 1) * PP_HOP_S * 1e3
     tpot = mb.tpot_ms.value + hop_ms / g  # a step yields g tokens per sequence
     stretch = mb.tpot_ms.value / tpot if tpot else 1.0
     return mb.model_copy(update={
-        "throughput_tok_s": _scale(mb.throughput_tok_s, pp * stretch, 0),
+        "throughput_tok_s": _scale(mb.throughput_tok_s, busy * stretch, 0),
         "tpot_ms": Band(value=round(tpot, 2), low=round(mb.tpot_ms.low + hop_ms / g, 2), high=round(mb.tpot_ms.high + hop_ms / g, 2)),
-        "ttft_ms": Band(value=round(mb.ttft_ms.value + hop_ms), low=round(mb.ttft_ms.low + hop_ms), high=round(mb.ttft_ms.high + hop_ms)),
+        "ttft_ms": (Band(value=round(mb.ttft_ms.value + hop_ms), low=round(mb.ttft_ms.low + hop_ms), high=round(mb.ttft_ms.high + hop_ms))
+                    if mb.ttft_ms is not None else None),
         "step_ms": Band(value=round(mb.step_ms.value + hop_ms, 3), low=round(mb.step_ms.low + hop_ms, 3), high=round(mb.step_ms.high + hop_ms, 3)),
         "running_per_replica": mb.running_per_replica * pp,
-        "waiting_per_replica": round(mb.waiting_per_replica * pp, 1),
+        "waiting_per_replica": round(mb.waiting_per_replica * pp, 1) if mb.waiting_per_replica is not None else None,
+        "busy_replicas": None,
         "notes": [*mb.notes, f"multi-node: TP {tp_node} x PP {pp} ({pp} micro-batches of {mb.running_per_replica} in flight, "
                   f"each step a full-model TP {tp_node} step + {pp - 1} stage hop(s) of {PP_HOP_S * 1e3:.2f} ms ASSUMED)"],
     })  # fmt: skip

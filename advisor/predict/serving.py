@@ -51,25 +51,35 @@ class LoadedFigures(ServingFigures):
 
     max_num_seqs: int = Field(ge=1)
     max_num_batched_tokens: int = Field(ge=1)
-    offered_per_replica: float = Field(ge=0)
-    """Requests in flight per replica: the given concurrency (closed loop) or λ x life (open loop)."""
+    offered_per_replica: float | None = Field(default=None, ge=0)
+    """Requests in flight per replica: the given concurrency (closed loop) or λ x life (open loop); None when
+    the queue grows without bound (``stable`` False)."""
     request_rate_per_replica: float = Field(ge=0)
     """Requests a replica completes per second in the steady state."""
     ttft_unloaded_ms: float
     """Lower bound: one prompt prefilled alone in one step (no queue, no interference)."""
     ttft_prefill_wait_ms: float
     """Mean wait for the chunked-prefill token budget (M/D/1)."""
-    ttft_slot_wait_ms: float
-    """Mean wait for one of the max_num_seqs slots."""
+    ttft_slot_wait_ms: float | None = None
+    """Mean wait for one of the max_num_seqs slots (None: unbounded, ``stable`` False)."""
     prefill_share: float
     """Share of the per-step prefill budget the steady state uses (ρ)."""
     tok_s_per_user: float
     """Output tokens per second one user sees (1000 / TPOT ms)."""
     stable: bool
     """False where the offered rate exceeds what the replica serves at the mid or the slow end of the bands
-    (the queue grows): figures at capacity, TTFT 1e9 ms (unbounded)."""
+    (the queue grows): figures at capacity, ``ttft_ms`` None (no steady state) and ``ttft_unbounded`` says why."""
     limit: str
     """What bounds the running sequences: offered load, max_num_seqs, KV cache, token budget or prefill."""
+
+
+def busy_replicas(concurrency: int, dp: int) -> float:
+    """Replicas' worth of a host of ``dp`` replicas that a closed loop of ``concurrency`` requests keeps busy:
+    vLLM's DP coordinator spreads requests over the replicas, each runs ceil(C / DP) at most, so the host
+    serves C requests, i.e. C / ceil(C / DP) replicas of that batch (all ``dp`` when C is a multiple of DP;
+    fewer requests than replicas leave replicas idle, and idle replicas add no tokens per second)."""
+    per = -(-max(1, concurrency) // max(1, dp))
+    return min(float(dp), max(1, concurrency) / per)
 
 
 def erlang_c_wait(servers: int, arrival: float, service: float) -> float:
@@ -120,10 +130,13 @@ class _Shape:
 def operating_figures(step_of: Callable[[int], float], *, prefill_token_s: float, prefill_alone_s: float, prompt_len: int,
                       output_len: int, max_num_seqs: int, max_num_batched_tokens: int, kv_slots: int, dp: int = 1,
                       concurrency: int | None = None, rate: float | None = None, gain: Band | None = None,
-                      tokens_per_seq: float = 1.0, notes: list[str] | None = None) -> LoadedFigures:  # fmt: skip
+                      tokens_per_seq: float = 1.0, notes: list[str] | None = None,
+                      busy: float | None = None) -> LoadedFigures:  # fmt: skip
     """Loaded figures of one operating point over ``dp`` replicas, at mid, fast and slow ends
     (decode step ±STEP_BAND, prefill ±PREFILL_BAND, the gain's interval). ``step_of(n)``: seconds of one
-    plain decode step at n running; ``concurrency``/``rate``: per replica (exactly one of them)."""
+    plain decode step at n running; ``concurrency``/``rate``: per replica (exactly one of them).
+    ``busy``: replicas' worth of the host that has requests (:func:`busy_replicas`; None: all ``dp``),
+    which host tok/s counts: a replica with no request produces nothing."""
     if (concurrency is None) == (rate is None):
         raise ValueError("give exactly one of concurrency (closed loop) or rate (open loop) per replica")
     g = gain or Band(value=1.0, low=1.0, high=1.0)
@@ -135,23 +148,30 @@ def operating_figures(step_of: Callable[[int], float], *, prefill_token_s: float
                     gg, tokens_per_seq, max_num_seqs, max_num_batched_tokens, kv_slots)  # fmt: skip
         out[name] = _solve(sh, concurrency, rate)
     m = out["mid"]
-    UNBOUNDED = 1e9  # a growing queue: TTFT has no steady-state value; `stable` says so
-    r = lambda x, d=1: round(min(x, UNBOUNDED), d)  # noqa: E731
+    r = lambda x, d=1: round(x, d)  # noqa: E731
     ms = lambda e, k: e[k] * 1e3  # noqa: E731
     unloaded = prefill_alone_s
+    busy = dp if busy is None else min(float(dp), busy)
+    stable = m["stable"] and out["slow"]["stable"]
+    # a growing queue has no steady-state TTFT: None, and the reason, never a stand-in number
+    ttft = (Band(value=r(ms(m, "ttft")), low=r(ms(out["fast"], "ttft")), high=r(ms(out["slow"], "ttft")))
+            if stable else None)  # fmt: skip
     return LoadedFigures(
-        throughput_tok_s=Band(value=r(m["tok_s"] * dp, 0), low=r(out["slow"]["tok_s"] * dp, 0), high=r(out["fast"]["tok_s"] * dp, 0)),
+        throughput_tok_s=Band(value=r(m["tok_s"] * busy, 0), low=r(out["slow"]["tok_s"] * busy, 0), high=r(out["fast"]["tok_s"] * busy, 0)),
         tpot_ms=Band(value=r(ms(m, "tpot"), 2), low=r(ms(out["fast"], "tpot"), 2), high=r(ms(out["slow"], "tpot"), 2)),
-        ttft_ms=Band(value=r(ms(m, "ttft")), low=r(ms(out["fast"], "ttft")), high=r(ms(out["slow"], "ttft"))),
+        ttft_ms=ttft,
+        ttft_unbounded=None if stable else (f"no steady state: the offered rate exceeds what a replica serves "
+                                            f"({m['req_s']:.2f} requests/s at {m['limit']}); the queue, and TTFT, grow without bound"),
         step_ms=Band(value=r(m["t_d"] * 1e3, 3), low=r(m["t_d"] * (1 - STEP_BAND) * 1e3, 3), high=r(m["t_d"] * (1 + STEP_BAND) * 1e3, 3)),
         prefill_ms=Band(value=r(prefill_alone_s * 1e3, 2), low=r(prefill_alone_s * (1 - PREFILL_BAND) * 1e3, 2),
                         high=r(prefill_alone_s * (1 + PREFILL_BAND) * 1e3, 2)),
-        running_per_replica=max(1, round(m["n"])), waiting_per_replica=r(m["waiting"]), gain=gain,
+        running_per_replica=max(1, round(m["n"])), waiting_per_replica=r(m["waiting"]) if stable else None, gain=gain,
         notes=[*(notes or []), QUEUE_NOTE],
         max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens,
-        offered_per_replica=r(m["offered"]), request_rate_per_replica=round(m["req_s"], 3),
-        ttft_unloaded_ms=r(unloaded * 1e3), ttft_prefill_wait_ms=r(ms(m, "w")), ttft_slot_wait_ms=r(ms(m, "slot")),
-        prefill_share=round(m["rho"], 3), tok_s_per_user=r(1.0 / m["tpot"]), stable=m["stable"] and out["slow"]["stable"],
+        offered_per_replica=r(m["offered"]) if stable else None, request_rate_per_replica=round(m["req_s"], 3),
+        ttft_unloaded_ms=r(unloaded * 1e3), ttft_prefill_wait_ms=r(ms(m, "w")),
+        ttft_slot_wait_ms=r(ms(m, "slot")) if stable else None,
+        prefill_share=round(m["rho"], 3), tok_s_per_user=r(1.0 / m["tpot"]), stable=stable, busy_replicas=round(busy, 3),
         limit=m["limit"],
     )  # fmt: skip
 
