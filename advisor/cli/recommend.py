@@ -132,6 +132,8 @@ def _print(rec, vllm, first: list[str] = ()) -> None:
         ("gpu_memory_utilization", d.gpu_memory_utilization),
         ("tensor_parallel_size", d.tensor_parallel_size),
         ("data_parallel_size", f"{d.data_parallel_size}" + (" (expert parallel)" if d.enable_expert_parallel else "")),
+        *([("pipeline_parallel_size", f"{d.pipeline_parallel_size} ({d.nodes} nodes of TP {d.tensor_parallel_size}, "
+            f"{d.distributed_executor_backend or 'default'} executor)")] if d.pipeline_parallel_size > 1 else []),
         ("max_model_len", d.max_model_len),
         ("cudagraph_mode", d.cudagraph_mode),
         ("DSA env", "on" if d.dsa_env else "off"),

@@ -67,6 +67,13 @@ class Decision(BaseModel):
     """GPUs one replica is split over."""
     data_parallel_size: int = Field(default=1, ge=1)
     """Replicas in one server (``--data-parallel-size``); the server uses TP x DP GPUs."""
+    pipeline_parallel_size: int = Field(default=1, ge=1)
+    """Pipeline stages (``--pipeline-parallel-size``): a replica larger than one node runs TP inside each node x PP
+    across nodes (advisor.render.multinode); the server then uses TP x PP GPUs over ``nodes`` nodes."""
+    nodes: int = Field(default=1, ge=1)
+    """Nodes one server spans (PP stages, one per node; 1: a single-node server)."""
+    distributed_executor_backend: Literal["ray"] | None = None
+    """``--distributed-executor-backend``: ``ray`` across nodes (vLLM's multi-node backend); None: vLLM's default."""
     enable_expert_parallel: bool = False
     """MoE only: experts spread over the TP x DP GPUs whole (``--enable-expert-parallel``) instead of
     every expert split by tensor parallelism."""
@@ -112,10 +119,17 @@ class Decision(BaseModel):
                 if lo != prev + 1 or hi < lo or k < 0:
                     raise ValueError(f"num_speculative_tokens_per_batch_size {sched}: ranges must run 1..N without gaps, K >= 0")
                 prev = hi
+        if self.pipeline_parallel_size > 1 and self.data_parallel_size > 1:
+            raise ValueError("pipeline_parallel_size > 1 with data_parallel_size > 1 is not rendered: one replica spans the nodes")
         if self.max_num_batched_tokens is not None and self.max_num_seqs is not None and self.max_num_batched_tokens < self.max_num_seqs:
             # vllm/config/scheduler.py:328-333 (0.32.0)
             raise ValueError(f"max_num_batched_tokens {self.max_num_batched_tokens} must be >= max_num_seqs {self.max_num_seqs}")
         return self
+
+    @property
+    def gpus(self) -> int:
+        """GPUs the server uses: TP x PP x DP."""
+        return self.tensor_parallel_size * self.pipeline_parallel_size * self.data_parallel_size
 
     def speculative_config(self) -> dict | None:
         """The JSON object for ``--speculative-config``, or None without speculation."""

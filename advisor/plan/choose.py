@@ -89,7 +89,7 @@ def _loses(c: Candidate) -> str | None:
 def _sla_reason(c: Candidate, q: LayoutQuery) -> str | None:
     f = c.figures
     if getattr(f, "stable", True) is False:  # advisor.predict.serving.LoadedFigures under --request-rate
-        return f"request rate {q.request_rate:g}/s exceeds what {c.layout.label()} serves ({f.limit})"
+        return f"request rate {q.request_rate:g}/s exceeds what {c.layout_label()} serves ({f.limit})"
     if q.max_tpot_ms and f.tpot_ms.value > q.max_tpot_ms:
         return f"TPOT {f.tpot_ms.value:.1f} ms > --max-tpot-ms {q.max_tpot_ms:g}"
     if q.max_ttft_ms and f.ttft_value > q.max_ttft_ms:

@@ -116,18 +116,26 @@ class Candidate(BaseModel):
     """Verification step / plain step (speculative methods)."""
     measured_gain: float | None = None
     """Suffix only: what probes on this host measured for exactly this deployment (advisor.plan.predictor)."""
+    pipeline: tuple[int, int] | None = None
+    """(TP per node, PP nodes) where the replica spans nodes (priced and rendered so); None: one node."""
     eligible: bool = True
     why_not: str | None = None
     """Why this candidate cannot win (does not boot, rule, SLA); None when eligible."""
     why_kind: WhyKind | None = None
     """What kind of reason ``why_not`` is (typed: logic reads this, never the message text)."""
 
+    def layout_label(self) -> str:
+        """The layout as it runs: TP x DP (+ EP), or TP per node x PP across nodes."""
+        if self.pipeline:
+            return f"TP {self.pipeline[0]} x PP {self.pipeline[1]} ({self.pipeline[1]} nodes)"
+        return self.layout.label()
+
     def label(self) -> str:
         spec = "plain" if self.method == "none" else f"{self.method} K={self.k}"
         seqs = f", max_num_seqs {self.max_num_seqs}" if self.max_num_seqs else ""
         seqs += f", max_num_batched_tokens {self.max_num_batched_tokens}" if self.max_num_batched_tokens else ""
         seqs += ", KV fp8" if self.kv_cache_dtype == "fp8" else ""
-        return f"{self.layout.label()}, {spec}{seqs}"
+        return f"{self.layout_label()}, {spec}{seqs}"
 
 
 KV_FP8_NOTE = ("KV cache fp8: half the bytes per token in the cache (more sequences fit) and in decode attention "
@@ -300,7 +308,8 @@ def _one(p, gpu, lay, method, k, cap, base, concurrency, query, suffix_gain, pla
                         "pp_speculative_methods: vLLM issue #57755, PR #55623)")  # fmt: skip
         return cand
     boots, kv_tokens, reason = planner(replica_profile(p, lay, method), d)
-    cand = Candidate(layout=lay, method=method, k=k, max_num_seqs=cap, boots=boots, kv_cache_tokens=kv_tokens, memory_reason=reason)
+    cand = Candidate(layout=lay, method=method, k=k, max_num_seqs=cap, boots=boots, kv_cache_tokens=kv_tokens, memory_reason=reason,
+                     pipeline=split)  # fmt: skip
     if not boots:
         cand.eligible, cand.why_not, cand.why_kind = False, f"does not boot: {reason}", "boot"
         return cand

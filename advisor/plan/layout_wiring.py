@@ -14,12 +14,23 @@ SHOWN = 3
 
 
 def decision_of(base: Decision, c: Candidate) -> Decision:
+    """The Decision a candidate launches, before the memory plan (TP = the GPUs one replica splits over)."""
     return base.model_copy(update={
         "tensor_parallel_size": c.layout.tp, "data_parallel_size": c.layout.dp, "enable_expert_parallel": c.layout.ep,
         "speculative_method": None if c.method == "none" else c.method, "num_speculative_tokens": c.k,
         "max_num_seqs": c.max_num_seqs, "max_num_batched_tokens": c.max_num_batched_tokens, "kv_cache_dtype": c.kv_cache_dtype,
         "num_speculative_tokens_per_batch_size": [tuple(e) for e in c.spec_schedule] if c.spec_schedule else None,
     })  # fmt: skip
+
+
+def as_launched(d: Decision, c: Candidate) -> Decision:
+    """The decision as it runs: a replica that spans nodes is TP per node x PP across nodes over Ray (what
+    advisor.render.multinode renders and advisor.predict.pipeline prices)."""
+    if not c.pipeline:
+        return d
+    tp, pp = c.pipeline
+    return d.model_copy(update={"tensor_parallel_size": tp, "pipeline_parallel_size": pp, "nodes": pp,
+                                "distributed_executor_backend": "ray"})  # fmt: skip
 
 
 RULED_OUT = frozenset({"rule", "measured", "load", "loses", "forced"})
@@ -73,7 +84,7 @@ def operating_point_trace(c: Candidate, query: LayoutQuery, host: HostContext) -
         inflight = getattr(f, "offered_per_replica", None)
         offered = max(1, round(inflight * c.layout.dp)) if inflight is not None else None
         lines.append(f"--request-rate {query.request_rate:g}/s: {c.layout.gpus} of the host's {host.gpus} GPUs serve it "
-                     f"({c.layout.label()})" + (" within the limits" if getattr(f, "stable", True) else
+                     f"({c.layout_label()})" + (" within the limits" if getattr(f, "stable", True) else
                                                  ", at capacity: no layout on the host serves it"))  # fmt: skip
     if c.schedule_reason:
         lines.append(f"speculation by load: {c.schedule_reason}")
@@ -99,7 +110,7 @@ def absolute_prediction(c: Candidate, query: LayoutQuery) -> dict:
         "step_ms": f.step_ms.model_dump(), "prefill_ms": f.prefill_ms.model_dump(),
         "speculative_gain": f.gain.model_dump() if f.gain else None,
         "running_per_replica": f.running_per_replica, "waiting_per_replica": f.waiting_per_replica,
-        "layout": c.layout.label(), "method": c.method, "objective": query.objective,
+        "layout": c.layout_label(), "method": c.method, "objective": query.objective,
         "prompt_len": query.prompt_len, "output_len": query.output_len, "figure_notes": f.notes,
         "tok_s_per_gpu": round(f.throughput_tok_s.value / c.layout.gpus, 1), "tok_s_per_user": round(1000 / f.tpot_ms.value, 1),
         "max_num_seqs": c.max_num_seqs, "max_num_batched_tokens": c.max_num_batched_tokens,
@@ -159,7 +170,8 @@ def chosen_prediction(c: Candidate, suffix: RecommendedPrediction | None, query:
 
 def candidate_json(c: Candidate, winner: Candidate, query: LayoutQuery) -> dict:
     out = {
-        "label": c.label(), "tensor_parallel_size": c.layout.tp, "data_parallel_size": c.layout.dp,
+        "label": c.label(), "tensor_parallel_size": c.pipeline[0] if c.pipeline else c.layout.tp,
+        "pipeline_parallel_size": c.pipeline[1] if c.pipeline else 1, "data_parallel_size": c.layout.dp,
         "enable_expert_parallel": c.layout.ep, "speculative_method": None if c.method == "none" else c.method,
         "num_speculative_tokens": c.k, "max_num_seqs": c.max_num_seqs, "max_num_batched_tokens": c.max_num_batched_tokens,
         "concurrency": c.concurrency, "kv_cache_dtype": c.kv_cache_dtype, "spec_schedule": c.spec_schedule,

@@ -24,7 +24,7 @@ from advisor.errors import UsageError
 from advisor.hardware.gpus import get_gpu
 from advisor.plan.choose import choose
 from advisor.plan.layout import LayoutQuery, NoFeasibleLayout, replica_profile, score
-from advisor.plan.layout_wiring import candidate_json, chosen_prediction, decision_of, pareto_json
+from advisor.plan.layout_wiring import as_launched, candidate_json, chosen_prediction, decision_of, pareto_json
 from advisor.plan.memory import boot_verdict
 from advisor.plan.probe_plan import probe_plan
 from advisor.plan.seams import MemoryPlanner, Predictor
@@ -317,6 +317,7 @@ def _assemble(profile, host, workload, outcome, base, cands, choice, fixed, warn
                                                        frozenset(FIXED_BY))  # fmt: skip
         trace += plan_trace
         warnings += [w for w in plan_warnings if not w.startswith("does not boot with your")] if memory and memory.boots else plan_warnings
+    decision = as_launched(decision, c)  # multi-node: TP per node x PP, as rendered (after the per-GPU memory plan)
     if choice.limits_missed:
         warnings.insert(0, f"SLA not met: {choice.limits_missed}")
     plan = probe_plan(profile.id, decision, workload.model_copy(update={"concurrency": n}), sp, policy=choice.policy,

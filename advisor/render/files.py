@@ -114,6 +114,7 @@ def summary_line(decision: Decision) -> str:
     d = decision
     spec = f"{d.speculative_method} K={d.num_speculative_tokens}" if d.speculative_method else "no speculation"
     par = f"TP {d.tensor_parallel_size}" + (f" x DP {d.data_parallel_size}" if d.data_parallel_size > 1 else "")
+    par += f" x PP {d.pipeline_parallel_size} over {d.nodes} nodes" if d.pipeline_parallel_size > 1 else ""
     par += " + EP" if d.enable_expert_parallel else ""
     return (f"{spec}, gmu {d.gpu_memory_utilization:g}, {par}, "
             f"max_model_len {d.max_model_len}, cudagraph {d.cudagraph_mode}")  # fmt: skip

@@ -52,6 +52,10 @@ def serve_flags(decision: Decision, version: str = DEFAULT_VERSION) -> list[str]
         "--gpu-memory-utilization", f"{d.gpu_memory_utilization:g}",
         "--max-model-len", str(d.max_model_len),
     ]  # fmt: skip
+    if d.pipeline_parallel_size > 1:
+        flags += ["--pipeline-parallel-size", str(d.pipeline_parallel_size)]
+    if d.distributed_executor_backend is not None:
+        flags += ["--distributed-executor-backend", d.distributed_executor_backend]
     if d.data_parallel_size > 1:
         flags += ["--data-parallel-size", str(d.data_parallel_size)]
     if d.enable_expert_parallel:

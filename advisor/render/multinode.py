@@ -39,7 +39,14 @@ class Layout(BaseModel):
 
 
 def layout(decision: Decision, gpus_per_node: int = DEFAULT_GPUS_PER_NODE) -> Layout | None:
-    """None when the replica fits one node; else TP = GPUs per node, PP = nodes."""
+    """None when the replica fits one node; else TP = GPUs per node, PP = nodes. A decision that already
+    carries its pipeline stages (``pipeline_parallel_size`` > 1, as recommend's does) is taken as it is."""
+    if decision.pipeline_parallel_size > 1:
+        if decision.tensor_parallel_size > gpus_per_node:
+            raise UsageError(f"TP {decision.tensor_parallel_size} per node exceeds a node of {gpus_per_node} GPUs; "
+                             "pass --gpus-per-node as the recommendation was made for, or recommend again")  # fmt: skip
+        return Layout(tp=decision.tensor_parallel_size, pp=decision.pipeline_parallel_size,
+                      nodes=decision.pipeline_parallel_size, gpus_per_node=gpus_per_node)  # fmt: skip
     total = decision.tensor_parallel_size
     if decision.data_parallel_size > 1:
         gpus = total * decision.data_parallel_size
@@ -78,9 +85,12 @@ def check_speculation(decision: Decision, lay: Layout | None, version: str) -> N
 
 
 def apply(decision: Decision, target: Target, lay: Layout) -> tuple[Decision, Target]:
-    """The head node's decision (TP per node) and target (PP and the Ray backend added)."""
-    return (decision.model_copy(update={"tensor_parallel_size": lay.tp}),
-            target.model_copy(update={"parallel_args": lay.args()}))  # fmt: skip
+    """The head node's decision: TP per node, PP = nodes and the Ray backend, which its flags carry
+    (advisor.render.flags.serve_flags); a decision that already carries them is returned as it is."""
+    if decision.pipeline_parallel_size > 1:
+        return decision, target
+    return (decision.model_copy(update={"tensor_parallel_size": lay.tp, "pipeline_parallel_size": lay.pp,
+                                        "nodes": lay.nodes, "distributed_executor_backend": "ray"}), target)  # fmt: skip
 
 
 def ray_program(exec_path: str) -> str:
