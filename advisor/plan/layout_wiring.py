@@ -186,23 +186,19 @@ def candidate_json(c: Candidate, winner: Candidate, query: LayoutQuery) -> dict:
     return out
 
 
-PLAIN_STEP_MEASURED = {
-    "H200": "on H200 TP 1 within 1% (the GEMM constants' own grid)",
-    "H100": "on H100 TP 1 within 3% (out of sample, campaign 12)",
-}
-"""GPU -> how well the plain step was measured against the roofline at TP 1 (``calibrate --evaluate``'s
-``gpu_steps`` and ``gpu_steps.other_gpu``)."""
+def _band_note(gpu: str, layout: str | None, cls: str) -> str:
+    """Where the plain step's band was measured, for this GPU, architecture class and layout (computed from
+    calibration/class_accuracy.csv: advisor.predict.class_accuracy)."""
+    from advisor.predict.class_accuracy import plain_note
 
-
-def _band_note(gpu: str, layout: str | None) -> str:
-    """Where the plain step's band was measured, said for this GPU and layout."""
-    here = f"{gpu} {layout}" if layout else gpu
     tp1 = (layout or "").split(" x ")[0].split(" + ")[0] == "TP 1"
-    where = PLAIN_STEP_MEASURED.get(gpu.upper())
-    if where and tp1:
-        return f"plain step MEASURED {where}, this layout"
-    known = " and ".join(PLAIN_STEP_MEASURED.values())
-    return f"plain step MEASURED {known}; {here} is not measured"
+    note = plain_note(gpu, cls)
+    return note + ("" if tp1 else f"; {gpu} {layout} is not measured")
+
+
+def _rec_class(rec) -> str:
+    m = rec.model
+    return "dense" if m.get("arch") != "moe" else ("mla-moe" if m.get("attention") == "mla" else "gqa-moe")
 
 
 def text_lines(rec) -> list[str]:
@@ -233,7 +229,7 @@ def text_lines(rec) -> list[str]:
                          f" (rounded terms); unloaded lower bound {p.ttft_unloaded_ms:,.0f} ms")
     if p.schedule_reason:
         lines.append(f"  speculation by load: {p.schedule_reason}")
-    lines.append(f"  intervals: step ±10% and prefill ±25% (ASSUMED bands; {_band_note(rec.host.gpu, p.layout)}), "
+    lines.append(f"  intervals: step ±10% and prefill ±25% (ASSUMED bands; {_band_note(rec.host.gpu, p.layout, _rec_class(rec))}), "
                  "times the predictor's 90% gain interval for speculative methods")
     for n in p.figure_notes or []:
         lines.append(f"  term: {n}")

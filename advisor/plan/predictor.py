@@ -26,7 +26,46 @@ def predictor(profile: ModelProfile, host: HostContext, workload: Workload, k: i
         return None
     scope = Scope(model=profile.id, corpus=workload.corpus, k=k, gpu=host.gpu, tp=tp, concurrency=workload.concurrency)
     measured, near = measured_gain(records or [], scope, fingerprint)
-    return RecommendedPrediction.model_validate({**pred.model_dump(), "measured": measured, "measured_near": near})
+    data = class_checked(profile, pred.model_dump())
+    return RecommendedPrediction.model_validate({**data, "measured": measured, "measured_near": near})
+
+
+def class_checked(profile: ModelProfile, pred: dict) -> dict:
+    """The prediction with what the out-of-sample check of its architecture class says (issue 39): a class whose R
+    is biased beyond the policy's goal (held out by model, calibration/class_accuracy.csv) has the gain interval
+    widened by that bias on the side it points to (R predicted low: the gain is over-predicted, the low end drops);
+    such a class, or one whose R was never checked out of sample, has P(win) capped (rules/policy/decider.yaml
+    p_win_cap_unchecked). The point prediction is not moved: the bias is one model's, the mechanism is not fixed."""
+    import math
+
+    from advisor.predict.class_accuracy import arch_class, r_check
+    from advisor.rules.policy import load_policy
+
+    pol = load_policy()
+    cls = arch_class(profile)
+    row = r_check(cls)
+    out = dict(pred)
+    notes = list(out.get("explanation") or [])
+    if row is None:
+        why = f"the {cls} class's R was never checked out of sample (calibration/class_accuracy.csv)"
+    else:
+        b = row.r_bias_lomo
+        if abs(math.expm1(b)) <= pol.class_bias_goal:
+            return out
+        if b < 0:
+            out["gain_low"] = round(out["gain_low"] * math.exp(b), 4)
+        else:
+            out["gain_high"] = round(out["gain_high"] * math.exp(b), 4)
+        why = (f"the {cls} class's R is predicted {abs(math.expm1(b)) * 100:.0f}% {'low' if b < 0 else 'high'} out of sample "
+               f"({row.r_points} points of {row.models.replace(';', ', ')} on {row.gpu}, each model held out): the gain's "
+               f"{'low' if b < 0 else 'high'} end x{math.exp(b):.2f}")  # fmt: skip
+    cap = pol.p_win_cap_unchecked
+    if out.get("p_win") is not None and out["p_win"] > cap:
+        out["p_win"] = cap
+        why += f"; P(win) capped at {cap:.2f}"
+    notes.append(f"class check: {why} (NOT FITTED: the point prediction is not moved)")
+    out["explanation"] = notes
+    return out
 
 
 def _same_corpus(a: str | None, b: str | None) -> bool:

@@ -63,7 +63,10 @@ def explain(profile: ModelProfile, gpu: GpuSpec, tp: int, rows: list, host_state
                    "graphs with eager attention (gpu_model_runner uniform_decode check)")  # fmt: skip
     shift = sum(x.delta for x in rows) / len(rows)
     big = sorted(((k, sum(x.terms.get(k, 0.0) for x in rows) / len(rows)) for k in row.terms), key=lambda kv: -abs(kv[1]))
-    parts = ", ".join(f"{_TERM_WORDS.get(k, k)} ×{math.exp(v):.2f}" for k, v in big if abs(v) >= 0.05)
+    shown = [(k, v) for k, v in big if abs(v) >= 0.05]
+    rest = shift - sum(v for _, v in shown)  # the smaller terms and the intercept: the parts multiply to the total
+    parts = ", ".join([f"{_TERM_WORDS.get(k, k)} ×{math.exp(v):.2f}" for k, v in shown]
+                      + ([f"the rest ×{math.exp(rest):.2f}"] if shown and abs(rest) >= 0.005 else []))  # fmt: skip
     out.append(f"left to calibration: ×{math.exp(shift):.2f} on K̄/R" + (f" ({parts})" if parts else ""))
     if abs(shift) >= 0.3:
         out.append("no mechanism in the step-cost model explains that part; it is fitted from measurements")

@@ -443,3 +443,34 @@ def evaluate(calibration_dir: Path, profile_for: ProfileFn) -> dict:
         "ngram": _ngram(same_gpu, profiles),
         "other_gpu": _other_gpu(every, profiles, fitted_gpu),
     }
+
+
+def class_accuracy_rows(calibration_dir: Path, profile_for: ProfileFn) -> list:
+    """The rows of calibration/class_accuracy.csv (advisor.predict.class_accuracy), from the shipped grids: per
+    GPU and architecture class, the plain step's |ln(pred/meas)| (the shipped constants, every agreeing point)
+    and, on the GPU the spec-step constants were fitted on, the median ln(R_pred/R_meas) of suffix verification
+    steps with each model held out of the fit (what ``evaluate`` reports as r_bias_leave_one_model_out_by_class,
+    kept in log form)."""
+    from advisor.predict.class_accuracy import ClassAccuracy
+
+    loaded = [pt for folder in grid_dirs(calibration_dir) for pt in load_points(folder)]
+    profiles = {m: profile_for(MODEL_IDS.get(m, m)) for m in {pt.model for pt in loaded}}
+    every = [pt.model_copy(update={"arch_class": arch_class(profiles[pt.model])}) for pt in loaded if pt.agrees]
+    fitted_on = hp.get("offline-grid").source
+    points = [pt for pt in every if pt.source == fitted_on and pt.method in ("", "suffix")]
+    lomo = _held_out(points, profiles, key=lambda pt: pt.model)
+    fitted_gpu = next((pt.gpu for pt in points), None)
+    out = []
+    for gpu in sorted({pt.gpu for pt in every}):
+        mine = [pt for pt in every if pt.gpu == gpu]
+        plain = [r for r in predict_points(mine, profiles) if r.draft_cap == 0]
+        for cls in sorted({arch_class(profiles[pt.model]) for pt in mine}):
+            logs = [abs(math.log(r.step_ms_pred / r.step_ms_meas)) for r in plain if r.arch_class == cls]
+            held = [r for r in lomo if r.arch_class == cls and r.r_meas and r.r_pred] if gpu == fitted_gpu else []
+            bias = [math.log(r.r_pred / r.r_meas) for r in held]
+            out.append(ClassAccuracy(
+                gpu=gpu, arch_class=cls, models=";".join(sorted({pt.model for pt in mine if arch_class(profiles[pt.model]) == cls})),
+                plain_points=len(logs), plain_median_abs_log=_med(logs), plain_max_abs_log=round(max(logs), 4) if logs else None,
+                r_points=len(bias), r_models=len({r.model for r in held}), r_bias_lomo=_med(bias),
+                source=";".join(sorted({pt.source for pt in mine if arch_class(profiles[pt.model]) == cls}))))  # fmt: skip
+    return out

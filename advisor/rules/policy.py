@@ -55,6 +55,11 @@ class Policy(BaseModel):
     """Suffix K when neither --k nor a rule sets it."""
     suffix_k_fallback: tuple[int, ...]
     seqs_caps: tuple[int, ...]
+    p_win_cap_unchecked: float = Field(gt=0.5, le=1)
+    """Highest P(win) printed for a class whose R was never checked out of sample, or is biased beyond
+    ``class_bias_goal`` there (advisor.predict.class_accuracy)."""
+    class_bias_goal: float = Field(gt=0, le=1)
+    """|R_pred / R_meas - 1| held out by model beyond which a class's bias widens its gain interval."""
     sources: dict[str, str]
 
 
