@@ -146,3 +146,24 @@ def test_multinode_decision_is_what_render_writes(run_cli, tmp_path):
         assert flag("--distributed-executor-backend") == d["distributed_executor_backend"]
         assert d["tensor_parallel_size"] * d["pipeline_parallel_size"] * d["data_parallel_size"] == 16
         assert argv.count("--pipeline-parallel-size") <= 1
+
+
+def test_a_rate_beyond_the_host_answers_a_gpu_count_with_figures(run_cli):
+    """Issue 39: Llama-3.1-70B at 20 req/s, 1024/512, TPOT <= 30 ms, TTFT <= 1000 ms on 8xH200 hosts: more than one
+    host's worth; the answer is a number of identical one-node servers with one server's figures at its share of
+    the rate (within the limits), and a rate nothing serves is one line and exit 8."""
+    code, out, err = run_cli("recommend", "meta-llama/Llama-3.1-70B-Instruct", "--gpu", "H200", "--gpus", "8",
+                             "--request-rate", "20", "--max-tpot-ms", "30", "--max-ttft-ms", "1000", "--json")  # fmt: skip
+    assert code == 0, err
+    rec = json.loads(out)
+    p, d = rec["prediction"], rec["decision"]
+    assert rec["servers"] >= 2 and rec["sla_met"] is True
+    assert p["tpot_ms"]["value"] <= 30 and p["ttft_ms"]["value"] <= 1000
+    assert p["request_rate"] * rec["servers"] >= 20 * 0.999
+    assert any(f"needs {rec['servers']} servers" in w for w in rec["warnings"])
+    gpus = d["tensor_parallel_size"] * d["data_parallel_size"] * d["pipeline_parallel_size"]
+    assert gpus <= 8
+    code, out, err = run_cli("recommend", "meta-llama/Llama-3.1-70B-Instruct", "--gpu", "H200", "--gpus", "8",
+                             "--request-rate", "20", "--max-tpot-ms", "3")  # fmt: skip
+    assert code == 8 and "no server of up to 8 GPUs meets the limits" in err and "Traceback" not in err
+    assert out == ""

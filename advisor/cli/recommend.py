@@ -128,6 +128,8 @@ def _print(rec, vllm, first: list[str] = ()) -> None:
         ("host", f"{rec.host.gpus}x{rec.host.gpu} ({rec.host.origin})"),
         ("vLLM", f"{vllm.version} ({vllm.why})"),
         ("traffic", f"{rec.workload.corpus or 'unknown'}, concurrency {rec.workload.concurrency}"),
+        *([("servers", f"{rec.servers} identical servers of this configuration behind a load balancer "
+            f"({rec.servers * d.gpus} GPUs); the figures below are one server's")] if rec.servers > 1 else []),
         ("speculative decoding", spec),
         ("gpu_memory_utilization", d.gpu_memory_utilization),
         ("tensor_parallel_size", d.tensor_parallel_size),

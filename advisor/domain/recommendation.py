@@ -43,6 +43,9 @@ class Recommendation(BaseModel):
     sla_met: bool | None = None
     """None: no --max-tpot-ms / --max-ttft-ms given; False: no configuration meets them (the best
     one that boots is recommended and the first warning says by how much it misses)."""
+    servers: int = Field(default=1, ge=1)
+    """--request-rate beyond one host: identical servers (each the ``decision``, behind a load balancer) that
+    together serve the rate; the prediction's figures are one server's, at its share of the rate."""
     candidates: list[dict] = Field(default_factory=list)
     """Layout search (issue 15, advisor.plan.layout_wiring): every searched layout x speculative method,
     best first, with predicted figures and why each lost."""

@@ -42,6 +42,10 @@ class NoFeasibleLayout(AdvisorError):
     exit_code = 8
 
 
+class RateNotServed(NoFeasibleLayout):
+    """--request-rate: no server of up to a node's GPUs meets the limits at any rate (exit 8, one line)."""
+
+
 class LayoutQuery(BaseModel):
     """What the user asked the search for."""
 

@@ -209,7 +209,7 @@ def text_lines(rec) -> list[str]:
     fmt = lambda b, d=0: f"{b.value:,.{d}f} [{b.low:,.{d}f}, {b.high:,.{d}f}]" if b is not None else "unbounded"  # noqa: E731
     lines = [f"Predicted ({p.layout}, {p.method}; prompt {p.prompt_len}, output {p.output_len} tokens):",
              f"  host output throughput {fmt(p.throughput_tok_s)} tok/s",
-             f"  TPOT {fmt(p.tpot_ms, 1)} ms   TTFT {fmt(p.ttft_ms)} ms",
+             f"  TPOT {fmt(p.tpot_ms, 1)} ms   TTFT " + (f"{fmt(p.ttft_ms)} ms" if p.ttft_ms is not None else "unbounded (no steady state)"),
              f"  decode step {fmt(p.step_ms, 2)} ms at {p.running_per_replica} running/replica, "
              f"prefill {fmt(p.prefill_ms, 1)} ms per prompt"]
     if p.speculative_gain:

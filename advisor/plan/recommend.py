@@ -23,7 +23,7 @@ from advisor.model.tp_rules import tp_refusal as refusal
 from advisor.errors import UsageError
 from advisor.hardware.gpus import get_gpu
 from advisor.plan.choose import choose
-from advisor.plan.layout import LayoutQuery, NoFeasibleLayout, replica_profile, score
+from advisor.plan.layout import LayoutQuery, NoFeasibleLayout, RateNotServed, replica_profile, score
 from advisor.plan.layout_wiring import as_launched, candidate_json, chosen_prediction, decision_of, pareto_json
 from advisor.plan.memory import boot_verdict
 from advisor.plan.probe_plan import probe_plan
@@ -198,34 +198,75 @@ def recommend(
     def verdict(prof: ModelProfile, d: Decision):
         return boot_verdict(prof, gpu, d, d.tensor_parallel_size, build=build, vllm_version=host.vllm_version)
 
-    def decide_on(b: Decision, gpus: int):
-        cands = score(profile, gpu, gpus, b, concurrency=workload.concurrency, query=query,
+    def decide_on(b: Decision, gpus: int, q: LayoutQuery | None = None):
+        q = q or query
+        cands = score(profile, gpu, gpus, b, concurrency=workload.concurrency, query=q,
                       suffix_gain=suffix_prediction, planner=verdict, tp_fixed=tensor_parallel_size,
                       k_fixed=num_speculative_tokens, k_rules=k, policy_table=pol, vllm_version=host.vllm_version,
                       workload=workload)  # fmt: skip
-        if query.spec is not None and not any(c.method == query.spec for c in cands):
-            raise UsageError(f"--spec {query.spec}: {_method_name(query.spec)} is not a candidate for {profile.id}"
-                             + (" (its config has no MTP layers)" if query.spec == "mtp" else "") + "; drop --spec or pick another")
-        return cands, choose(cands, policy=outcome.speculation, rule=outcome.speculation_rule, query=query, bands=pol.p_win,
-                             forced=query.spec)  # fmt: skip
+        if q.spec is not None and not any(c.method == q.spec for c in cands):
+            raise UsageError(f"--spec {q.spec}: {_method_name(q.spec)} is not a candidate for {profile.id}"
+                             + (" (its config has no MTP layers)" if q.spec == "mtp" else "") + "; drop --spec or pick another")
+        return cands, choose(cands, policy=outcome.speculation, rule=outcome.speculation_rule, query=q, bands=pol.p_win,
+                             forced=q.spec)  # fmt: skip
+
+    def serves(choice) -> bool:
+        return choice.sla_met is not False and choice.limits_missed is None
+
+    sized: dict = {}
 
     def decide(b: Decision):
         if query.request_rate is None:
             return decide_on(b, host.gpus)
         # --request-rate: the fewest of the host's GPUs that serve it within the limits (advisor.plan.operating_point)
-        for g in range(1, host.gpus):
+        for g in range(1, host.gpus + 1):
             if tensor_parallel_size is not None and g < tensor_parallel_size:
                 continue
             try:
                 cands, choice = decide_on(b, g)
             except NoFeasibleLayout:
                 continue
-            if choice.sla_met is not False and choice.limits_missed is None:
+            if serves(choice):
                 return cands, choice
-        return decide_on(b, host.gpus)
+        return size_servers(b)
+
+    def size_servers(b: Decision):
+        """The host does not serve the rate: the fewest GPUs in identical one-node servers that do (each server's
+        capacity within the limits from the operating-point search, then confirmed at its share of the rate)."""
+        node = min(query.gpus_per_node, max(host.gpus, 1)) if host.gpus <= query.gpus_per_node else query.gpus_per_node
+        rate = query.request_rate
+        options = []
+        for g in range(1, node + 1):
+            if tensor_parallel_size is not None and g < tensor_parallel_size:
+                continue
+            capq = query.model_copy(update={"request_rate": None, "concurrency_given": False})
+            try:
+                _, cap_choice = decide_on(b, g, capq)
+            except NoFeasibleLayout:
+                continue
+            f = cap_choice.chosen.figures
+            cap = getattr(f, "request_rate_per_replica", 0.0) * cap_choice.chosen.layout.dp
+            if not serves(cap_choice) or cap <= 0:
+                continue
+            m = max(1, math.ceil(rate / cap))
+            options.append((m * g, m, g))
+        for _total, m0, g in sorted(options, key=lambda x: (x[0], x[1])):
+            for m in range(m0, m0 + 3):  # the closed-loop capacity is an estimate: confirm at the Poisson share
+                q = query.model_copy(update={"request_rate": rate / m})
+                try:
+                    cands, choice = decide_on(b, g, q)
+                except NoFeasibleLayout:
+                    break
+                if serves(choice):
+                    sized.update(servers=m, gpus=g, query=q)
+                    return cands, choice
+        raise RateNotServed(f"--request-rate {rate:g}/s: no server of up to {node} GPUs meets the limits at any rate, "
+                               "so no number of servers does; relax --max-tpot-ms / --max-ttft-ms or use larger GPUs")  # fmt: skip
 
     try:
         cands, choice = decide(base)
+    except RateNotServed:
+        raise
     except NoFeasibleLayout as err:
         # Nothing searched boots: the memory planner's nearest single change to the settings the
         # search keeps (gmu, max_model_len, max_num_seqs), never one the user's flag set.
@@ -251,8 +292,18 @@ def recommend(
             pred = (predictor(profile, host, workload, d.num_speculative_tokens, d.tensor_parallel_size)
                     if predictor is not None and d.speculative_method == "suffix" else None)  # fmt: skip
             return _not_bootable(profile, host, workload, outcome, rules_d, alt, str(err), warnings, trace, fields, pred)
-    return _assemble(profile, host, workload, outcome, base, cands, choice, fixed, warnings, trace, fields, query,
-                     suffix_prediction, planner, num_speculative_tokens, k, pol)  # fmt: skip
+    if sized:
+        m, g = sized["servers"], sized["gpus"]
+        trace.insert(0, f"--request-rate {query.request_rate:g}/s: no layout of the host's {host.gpus} GPUs serves it within "
+                        f"the limits; {m} identical servers of {g} GPU(s) ({m * g} GPUs) do, each at "
+                        f"{query.request_rate / m:.3g} requests/s behind a load balancer (the figures are one server's)")  # fmt: skip
+        warnings.insert(0, f"--request-rate {query.request_rate:g}/s needs {m} servers of {g} GPU(s) ({m * g} GPUs in all): "
+                           f"run this configuration {m} times behind a load balancer")  # fmt: skip
+    rec = _assemble(profile, host, workload, outcome, base, cands, choice, fixed, warnings, trace, fields,
+                    sized.get("query", query), suffix_prediction, planner, num_speculative_tokens, k, pol)  # fmt: skip
+    if sized:
+        rec = rec.model_copy(update={"servers": sized["servers"]})
+    return rec
 
 
 def _method_name(m: str) -> str:
