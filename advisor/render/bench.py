@@ -13,7 +13,7 @@ import math
 import shlex
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from advisor.render import quoting
 
@@ -57,7 +57,7 @@ class BenchPoint(BaseModel):
     """Requests in flight the prediction holds (sizes ``--num-prompts`` of an open loop)."""
     prompt_len: int = 1024
     output_len: int = 512
-    range_ratio: float | None = None
+    range_ratio: float | None = Field(None, ge=0, lt=1)
     """``--random-range-ratio``: lengths drawn from [L x (1 - r), L x (1 + r)]; only when the user gave a spread."""
 
 
