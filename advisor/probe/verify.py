@@ -252,3 +252,43 @@ def read_prediction(path: Path) -> dict:
     except json.JSONDecodeError as exc:
         raise DataError(f"{_say(path)}: not JSON ({_say(exc.msg)} at line {exc.lineno}); give what advisor recommend --json printed") from None
     return bench_of_prediction(data, str(path))
+
+
+def run_bench(bench: dict, url: str, *, vllm_bin: str = "vllm", result_dir: Path, timeout_s: float = 3600.0,
+              extra: list[str] | None = None) -> Path:  # fmt: skip
+    """``verify --url``: run the answer's own (primary) command against the server at ``url`` that is already
+    up, the result into ``result_dir``; returns the result file. DependencyError without the program,
+    ProbeError when the run fails (server down, timeout, vLLM's error): its last line, nothing stored."""
+    import shutil
+    import subprocess
+    from urllib.parse import urlparse
+
+    from advisor.errors import DependencyError, ProbeError
+
+    u = urlparse(url)
+    if u.scheme not in ("http", "https") or not u.hostname or any(c.isspace() for c in url):
+        raise UsageError(f"--url {_say(url)}: give the server's base URL, e.g. http://127.0.0.1:8000")
+    exe = shutil.which(vllm_bin)
+    if exe is None:
+        raise DependencyError(f"--vllm-bin {_say(vllm_bin)}: not found; install vLLM (its `vllm bench serve` runs the benchmark) or name the program")
+    cmd = next(c for c in bench["commands"] if c.get("primary"))
+    argv = list(cmd["argv"][1:])
+    for flag, value in (("--base-url", url.rstrip("/")), ("--result-dir", str(result_dir))):
+        if flag in argv:
+            argv[argv.index(flag) + 1] = value
+        else:
+            argv += [flag, value]
+    result = Path(result_dir) / cmd["result_file"].rsplit("/", 1)[-1]
+    result.unlink(missing_ok=True)
+    try:
+        proc = subprocess.run([exe, *argv, *(extra or [])], capture_output=True, text=True, timeout=timeout_s,
+                              stdin=subprocess.DEVNULL)  # fmt: skip
+    except subprocess.TimeoutExpired:
+        raise ProbeError(f"vllm bench serve against {_say(url)} ran past --timeout {timeout_s:g} s; nothing compared") from None
+    except OSError as exc:
+        raise ProbeError(f"could not start {_say(exe)}: {_say(exc.strerror or exc)}") from None
+    if proc.returncode != 0 or not result.is_file():
+        tail = [ln for ln in (proc.stderr + "\n" + proc.stdout).splitlines() if ln.strip()]
+        why = next((ln for ln in reversed(tail) if "Error" in ln or "error" in ln), tail[-1] if tail else "no output")
+        raise ProbeError(f"vllm bench serve against {_say(url)} failed (exit {proc.returncode}): {_say(why.strip())}")
+    return result
