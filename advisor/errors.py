@@ -54,6 +54,12 @@ class NotBootableError(AdvisorError):
     exit_code = 8
 
 
+class SlaMissedError(AdvisorError):
+    """``advisor verify``: the measured run misses an SLA limit the answer claimed to meet."""
+
+    exit_code = 9
+
+
 class OutputError(AdvisorError):
     """An output file could not be written (nothing was changed); sysexits EX_CANTCREAT."""
 

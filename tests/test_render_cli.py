@@ -26,7 +26,7 @@ def test_force_renders_it_with_a_warning(run_cli, tmp_path):
     code, out, err = run_cli("render", MODEL, "--gpu", "H100", "--gpus", "1", "--out", str(tmp_path / "o"), "--force")
     assert code == 0, err
     assert "DOES NOT BOOT" in out and "rendered with --force although it does not boot on 1xH100" in out
-    assert sorted(p.name for p in (tmp_path / "o").iterdir()) == ["launch.sh", "vllm.env", "vllm.service"]
+    assert sorted(p.name for p in (tmp_path / "o").iterdir()) == ["advisor-recommendation.json", "bench.sh", "launch.sh", "vllm.env", "vllm.service"]
 
 
 def test_render_prints_the_decision_and_its_warnings(run_cli, tmp_path, monkeypatch):

@@ -25,6 +25,7 @@ def _register() -> None:
     from advisor.cli import calibrate as _calibrate  # noqa: F401
     from advisor.cli import kbar as _kbar  # noqa: F401
     from advisor.cli import report as _report  # noqa: F401
+    from advisor.cli import verify as _verify  # noqa: F401
 
 
 _register()

@@ -113,7 +113,14 @@ def first_lines(rec, nearest: str | None) -> list[str]:
     return out
 
 
-def _print(rec, vllm, first: list[str] = ()) -> None:
+def bench_for(rec, opts, **where) -> dict:
+    """The ``benchmark`` object (advisor.render.bench): the vllm bench serve command(s) that check this answer."""
+    from advisor.render.bench import benchmark
+
+    return benchmark(rec, rate=opts.request_rate, max_tpot_ms=opts.max_tpot_ms, max_ttft_ms=opts.max_ttft_ms, **where)
+
+
+def _print(rec, vllm, first: list[str] = (), bench: dict | None = None) -> None:
     from advisor.render.flags import serve_argv
     import shlex
 
@@ -165,6 +172,10 @@ def _print(rec, vllm, first: list[str] = ()) -> None:
     print("\nLaunch:\n  " + " ".join(shlex.quote(a) for a in serve_argv(rec.model["id"], d, vllm.version)))
     if d.env:
         print("  env: " + " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(d.env.items())))
+    if bench is not None:
+        from advisor.render.bench import text_lines as bench_lines
+
+        print("\n" + "\n".join(bench_lines(bench)))
     print("\nWhy:")
     for line in rec.trace:
         print(f"  - {line}")
@@ -221,11 +232,12 @@ def recommend_cmd(model: str = model_arg(), opts: o.RecommendOptions = None, htm
         out["vllm"] = vllm.model_dump()
         if nearest is not None:
             out["nearest_bootable"] = nearest
+        out["benchmark"] = bench_for(rec, opts)
         emit_json(out)
     else:
         if probed is not None:
             print(f"probed: campaign {probed['campaign_id']} ({', '.join(probed['summary'])}); recommending again\n")
-        _print(rec, vllm, first_lines(rec, nearest))
+        _print(rec, vllm, first_lines(rec, nearest), bench_for(rec, opts))
     if rec.memory is not None and not rec.memory.boots:
         raise typer.Exit(NotBootableError.exit_code)
 

@@ -93,14 +93,29 @@ def render_cmd(
     warnings += [vllm.note] if vllm.note else []
     files, more = _render(fmt, target, rec, gpus_per_node=gpus_per_node or 8, image=image, version=vllm.version)
     warnings += more
+    bench = _bench_files(files, rec, opts, target, vllm)
     written = write_files(Path(out), files, force=force)
     if json_out:
         emit_json({"files": [str(p) for p in written], "format": fmt, "warnings": warnings, "vllm": vllm.model_dump(),
-                   "recommendation": rec.model_dump(mode="json")})  # fmt: skip
+                   "recommendation": rec.model_dump(mode="json"), "benchmark": bench})  # fmt: skip
         return
     print(_summary(rec, target, fmt, warnings, vllm, gpus_per_node or 8))
     for p in written:
         print(f"wrote {p}" + (" (mode 0600: holds the env, secrets included)" if mode_for(p.name) == 0o600 else ""))
+
+
+def _bench_files(files: dict[str, str], rec, opts, target, vllm) -> dict:
+    """Add bench.sh (the vllm bench serve run that checks the answer) and the answer itself, for
+    ``advisor verify --prediction`` (advisor.render.bench); returns the benchmark object."""
+    import json
+
+    from advisor.cli.recommend import bench_for
+    from advisor.render.bench import PREDICTION_FILE, render_script
+
+    bench = bench_for(rec, opts, model=target.model, served_model_name=target.served_model_name, host=target.host, port=target.port)
+    files["bench.sh"] = render_script(bench, target, rec.decision, vllm.version)
+    files[PREDICTION_FILE] = json.dumps({**rec.model_dump(mode="json"), "vllm": vllm.model_dump(), "benchmark": bench}, indent=2) + "\n"
+    return bench
 
 
 def _render(fmt: str, target, rec, *, gpus_per_node: int, image: str | None, version: str) -> tuple[dict[str, str], list[str]]:
