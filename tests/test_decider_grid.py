@@ -167,3 +167,30 @@ def test_a_rate_beyond_the_host_answers_a_gpu_count_with_figures(run_cli):
                              "--request-rate", "20", "--max-tpot-ms", "3")  # fmt: skip
     assert code == 8 and "no server of up to 8 GPUs meets the limits" in err and "Traceback" not in err
     assert out == ""
+
+
+def test_the_report_caption_calls_r_a_mean_only_where_it_is_one():
+    from advisor.report.page import r_caption
+
+    assert "geometric mean R = 1.27" in r_caption(1.27, {"seed-b200": 1.09, "h200-vllm0.26.0": 1.48}, "seed-b200,h200-vllm0.26.0")
+    own = r_caption(1.53, {"seed-b200": 1.09, "h200-vllm0.26.0": 1.53}, "h200-vllm0.26.0")
+    assert "geometric mean" not in own and "R = 1.53 from host profile h200-vllm0.26.0" in own
+
+
+def test_step_breakdowns_add_up_to_the_step():
+    import re
+
+    from advisor.domain.workload import Workload
+    from advisor.hardware.gpus import get_gpu
+    from advisor.model.load import load_profile
+    from advisor.predict.api import predict
+
+    for model, gpu, tp in (("meta-llama/Llama-3.1-70B-Instruct", "B200", 8), ("deepseek-ai/DeepSeek-V2-Lite", "H200", 1),
+                           ("meta-llama/Llama-3.1-8B-Instruct", "H100", 1)):  # fmt: skip
+        pred = predict(load_profile(model), get_gpu(gpu), tp, Workload(corpus="mix", concurrency=32), k=32)
+        lines = [x for x in pred.explanation if x.startswith(("plain step ", "verification step "))]
+        assert len(lines) == 2, pred.explanation
+        for line in lines:
+            total, rest = re.match(r"\w+ step ([\d.]+) ms = (.*?) \(roofline = max", line).groups()
+            terms = [float(x) for x in re.findall(r"([\d.]+) ms", rest)]
+            assert abs(sum(terms) - float(total)) <= 0.006 * len(terms), line

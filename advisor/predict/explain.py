@@ -26,6 +26,21 @@ def _ms(seconds: float) -> str:
     return f"{seconds * 1e3:.2f} ms"
 
 
+def _terms(name: str, c) -> str:
+    """A step and the terms that add up to it (the roofline is max(weights + KV, compute) + the GEMM floor, so its
+    two sides are shown beside it, not as addends; a host floor replaces the sum where it is larger)."""
+    parts = [("roofline", c.t_roofline - c.t_mla_prefill), ("MLA prefill path", c.t_mla_prefill), ("all-reduce", c.t_allreduce),
+             (f"launch ({c.graph_mode} graph)", c.t_launch), ("host", c.t_fixed), ("drafting", c.t_draft),
+             ("speculative step", c.t_spec_fixed)]  # fmt: skip
+    shown = [(k, v) for k, v in parts if v > 0 or k in ("roofline", "host")]
+    summed = sum(v for _, v in parts)
+    line = (f"{name} {_ms(summed)} = " + " + ".join(f"{k} {_ms(v)}" for k, v in shown)
+            + f" (roofline = max(weights+KV {_ms(c.t_memory)}, compute {_ms(c.t_compute)}) + GEMM floor)")
+    if c.total > summed + 1e-9:
+        line += f"; the host profile's floor makes it {_ms(c.total)} (async scheduling overlaps host and GPU work)"
+    return line
+
+
 def explain(profile: ModelProfile, gpu: GpuSpec, tp: int, rows: list, host_state: str | None) -> list[str]:
     """Lines for Prediction.explanation (``rows``: one RowPrediction per host state considered)."""
     row = rows[0]
@@ -35,10 +50,8 @@ def explain(profile: ModelProfile, gpu: GpuSpec, tp: int, rows: list, host_state
         f"K > R: K̄ = {row.k_bar:.2f} tokens/step ({row.k_bar_source}); R = {r.r:.2f} = verification step "
         f"{_ms(spec.total)} ({seqs} seqs × {1 + r.draft_tokens:.1f} tokens) / plain step {_ms(plain.total)} "
         f"on {tp}× {gpu.name}, context ≈ {row.context:.0f} tokens",
-        f"plain step: roofline {_ms(plain.t_roofline)} (weights+KV {_ms(plain.t_memory)}, compute {_ms(plain.t_compute)}), "
-        f"all-reduce {_ms(plain.t_allreduce)}, launch ({plain.graph_mode} graph) {_ms(plain.t_launch)}, host {_ms(plain.t_fixed)}",
-        f"verification step: roofline {_ms(spec.t_roofline - spec.t_mla_prefill)}, all-reduce {_ms(spec.t_allreduce)}, "
-        f"launch {_ms(spec.t_launch)}, drafting {_ms(spec.t_draft)}",
+        _terms("plain step", plain),
+        _terms("verification step", spec),
     ]
     if profile.arch == "moe" and profile.experts:
         a = experts_touched(profile.experts, profile.experts_per_token, plain.tokens)

@@ -27,8 +27,26 @@ def _rec_point(prediction: RecommendedPrediction | None) -> dict | None:
     r_seed = rs.get("seed-b200", prediction.r)
     r = prediction.r
     return {"r": r, "r_low": min(rs.values()), "r_high": max(rs.values()), "r_release": r_rel, "r_seed": r_seed,
+            "r_caption": r_caption(r, prediction.r_profiles or {}, prediction.host_profile),
             "k_bar": prediction.k_bar, "k_eff": prediction.gain * r, "k_low": prediction.gain_low * r,
             "k_high": prediction.gain_high * r, "host_state": prediction.host_state}  # fmt: skip
+
+
+def r_caption(r: float, profiles: dict[str, float], matched: str | None) -> str:
+    """Where the star's R comes from, computed (issue 39: no caption that calls an R a mean it is not): the
+    geometric mean of the host profiles' R only where it is one, else the matched profile's own R."""
+    import math
+
+    if len(profiles) >= 2:
+        geo = math.exp(sum(math.log(v) for v in profiles.values()) / len(profiles))
+        if round(geo, 2) == round(r, 2):
+            each = ", ".join(f"{k} R = {v:.2f}" for k, v in sorted(profiles.items()))
+            return (f"Its gain is the mean (in log) of the predictions on {len(profiles)} host profiles ({each}), so it "
+                    f"sits at their geometric mean R = {r:.2f}; the thin line spans them.")  # fmt: skip
+    where = f"host profile {matched}" if matched else "the step-cost model"
+    span = (f"; the thin line spans the known host profiles' R ({min(profiles.values()):.2f} to {max(profiles.values()):.2f})"
+            if len(profiles) >= 2 else "")  # fmt: skip
+    return f"It sits at R = {r:.2f} from {where}{span}."
 
 
 def _launched_gain(decision, launched: dict | None, prediction: RecommendedPrediction | None) -> dict | None:
