@@ -91,7 +91,7 @@ def evaluate_product(profile_of: ProfileFn, *, observations: list[Observation] |
     costs = ("the suffix-step costs of the build each row was measured on" if own_build else
              "as shipped: the host profile matched to the seed host by its GPU (CPU and vLLM unverified: interval widened by the known profiles' spread)")  # fmt: skip
     out["method"] = ("leave-one-model-out, scoring advisor recommend's own decision through choose() (bundled rules, "
-                     "the layout search, the policy table's P(win) band around the rule's default, measured overrides, "
+                     "the layout search, rules constraining only where they require or forbid, the prediction ranking, measured overrides, "
                      f"memory planner) on the seed host, {costs}; suffix launched at any layout counts as suffix, MTP or "
                      "n-gram as not; unsure_rows = rows with a probe plan, scored as launched without --probe (unsure_by_fitted_factor: "
                      "of them, those whose P(win) is outside the band but whose gain the fitted terms move beyond the policy's "
