@@ -86,7 +86,9 @@ def test_recommend_json_carries_the_benchmark_of_its_operating_point(run_cli):
     (cmd,) = b["commands"]
     p = rec["prediction"]
     assert b["pattern"] == "closed" and cmd["primary"] and cmd["load"] == {"max_concurrency": p["offered_concurrency"]}
-    assert cmd["predicted"]["tpot_ms"] == p["tpot_ms"] and cmd["predicted"]["output_throughput_tok_s"] == p["throughput_tok_s"]
+    cl = p["closed_loop"]  # the closed loop this benchmark runs, simulated (advisor.predict.closed_loop)
+    assert cmd["predicted"]["tpot_ms"] == cl["mean_tpot_ms"] and cmd["predicted"]["output_throughput_tok_s"] == cl["output_tok_s"]
+    assert cmd["predicted"]["ttft_ms"] == cl["mean_ttft_ms"] and cl["concurrency"] == p["offered_concurrency"]
     assert b["sla"] == {"max_tpot_ms": 30.0, "max_ttft_ms": 1000.0, "statistic": "mean", "claimed": rec["sla_met"] is True}
     assert shlex.split(cmd["command"]) == cmd["argv"] and cmd["argv"][:3] == ["vllm", "bench", "serve"]
     code, out, _ = run_cli("recommend", M, *SLA)

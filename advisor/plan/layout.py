@@ -381,6 +381,54 @@ def schedule_graph_cost(p: ModelProfile, vf) -> float:
     return sc.launch_time(p, "piecewise") - sc.launch_time(p, "full")
 
 
+def closed_loop_figures(p: ModelProfile, gpu: GpuSpec, c: Candidate, query: LayoutQuery, concurrency: int,
+                        vllm_version: str | None = None) -> dict | None:  # fmt: skip
+    """What ``vllm bench serve --max-concurrency C`` (the closed loop the emitted benchmark runs, fixed lengths)
+    measures on candidate ``c``: the step-by-step simulation of vLLM's scheduler (advisor.predict.closed_loop) at
+    mid, fast and slow ends (step ±STEP_BAND, prefill ±PREFILL_BAND, the gain's interval), per replica at
+    ceil(C / DP), host tok/s over the busy replicas. None for a multi-node (PP) replica or no figures."""
+    from advisor.predict.absolute import PREFILL_BAND, STEP_BAND, decode_step, prefill_marginal
+    from advisor.predict.closed_loop import bench_prompts, simulate
+    from advisor.predict.serving import busy_replicas
+
+    if c.figures is None or c.pipeline or concurrency < 1:
+        return None
+    pk = kv_fp8_profile(p) if c.kv_cache_dtype == "fp8" else p
+    lay = c.layout
+    P, out_len = query.prompt_len, query.output_len
+    tokens_default, seqs_default = batch_defaults(gpu, vllm_version) if vllm_version else batch_defaults(gpu)
+    per = -(-concurrency // lay.dp)
+    context = P + out_len / 2
+    cp = prefill_marginal(pk, gpu, lay, P) / P
+    steps: dict[int, float] = {}
+
+    def step_of(n: int) -> float:
+        if n not in steps:
+            steps[n] = decode_step(pk, gpu, lay, n, context)[0]
+        return steps[n]
+
+    g = c.figures.gain
+    q = 1.0 if c.method == "none" else 1.0 + (min(c.k or 1, SUFFIX_TOKENS_CAP) if c.method == "suffix" else (c.k or 1))
+    ends = {"mid": (1.0, 1.0, g.value if g else 1.0), "fast": (1 - STEP_BAND, 1 - PREFILL_BAND, g.high if g else 1.0),
+            "slow": (1 + STEP_BAND, 1 + PREFILL_BAND, g.low if g else 1.0)}  # fmt: skip
+    runs = {}
+    for name, (fs, fp, gg) in ends.items():
+        runs[name] = simulate(lambda n, fs=fs: step_of(n) * fs, prefill_token_s=cp * fp, prompt_len=P, output_len=out_len,
+                              concurrency=per, num_prompts=bench_prompts(per), max_num_seqs=c.max_num_seqs or seqs_default,
+                              max_num_batched_tokens=c.max_num_batched_tokens or tokens_default,
+                              kv_slots=max(1, c.kv_cache_tokens // (P + out_len)), gain=gg, tokens_per_seq=q)  # fmt: skip
+    busy = busy_replicas(concurrency, lay.dp)
+    band = lambda key, scale=1.0, d=1: {"value": round(getattr(runs["mid"], key) * scale, d),  # noqa: E731
+                                        "low": round(getattr(runs["fast" if key != "output_tok_s" else "slow"], key) * scale, d),
+                                        "high": round(getattr(runs["slow" if key != "output_tok_s" else "fast"], key) * scale, d)}  # fmt: skip
+    return {"pattern": "closed", "concurrency": concurrency, "num_prompts": bench_prompts(concurrency),
+            "mean_ttft_ms": band("mean_ttft_ms"), "median_ttft_ms": band("median_ttft_ms"), "p99_ttft_ms": band("p99_ttft_ms"),
+            "mean_tpot_ms": band("mean_tpot_ms", d=2), "output_tok_s": band("output_tok_s", busy, 0),
+            "model": "advisor.predict.closed_loop: vLLM V1's scheduler played step by step over the benchmark's closed loop "
+                     "(all C prompts arrive together; prefills chunked by max_num_batched_tokens; ASSUMED no client or "
+                     "API-server overhead)"}  # fmt: skip
+
+
 SUFFIX_TOKENS_CAP = 12
 """Tokens a suffix draft adds per sequence to a step's token budget at most (vLLM's default tree depth
 24 and spec factor 1 cap a draft at 12: advisor.vllm_facts suffix_draft_cap)."""

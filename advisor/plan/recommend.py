@@ -23,7 +23,7 @@ from advisor.model.tp_rules import tp_refusal as refusal
 from advisor.errors import UsageError
 from advisor.hardware.gpus import get_gpu
 from advisor.plan.choose import choose
-from advisor.plan.layout import LayoutQuery, NoFeasibleLayout, RateNotServed, replica_profile, score
+from advisor.plan.layout import LayoutQuery, NoFeasibleLayout, RateNotServed, closed_loop_figures, replica_profile, score
 from advisor.plan.layout_wiring import as_launched, candidate_json, chosen_prediction, decision_of, pareto_json
 from advisor.plan.memory import boot_verdict
 from advisor.plan.probe_plan import probe_plan
@@ -385,6 +385,12 @@ def _assemble(profile, host, workload, outcome, base, cands, choice, fixed, warn
             why = (f"P(win)={sp.p_win:.2f} from a gain the fitted terms multiply by x{ff:.2f} (beyond "
                    f"x{math.exp(pol.fitted_factor_within):.2f} of the mechanism's K̄ / R)")  # fmt: skip
         trace.append(f"{what} {why}; `advisor recommend --probe` (or the probe command below) settles it on this host")
+    prediction = chosen_prediction(c, sp, query, host)
+    if prediction is not None and query.request_rate is None:
+        closed = closed_loop_figures(profile, get_gpu(host.gpu), c, query, offered or workload.concurrency, host.vllm_version)
+        if closed is not None:
+            prediction = prediction.model_copy(update={"closed_loop": closed})
+            prediction.model_fields_set.add("closed_loop")
     return Recommendation(
         model=profile.inspect_json(),
         host=host,
@@ -392,7 +398,7 @@ def _assemble(profile, host, workload, outcome, base, cands, choice, fixed, warn
         decision=decision,
         rules_fired=[f.model_dump(include={"id", "rationale", "severity", "source", "set"}) for f in outcome.fired],
         warnings=warnings,
-        prediction=chosen_prediction(c, sp, query, host),
+        prediction=prediction,
         memory=memory,
         trace=trace,
         host_dsa_queues=fields.get("host_dsa_queues"),

@@ -15,18 +15,11 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from advisor.predict.closed_loop import LIFETIMES, MIN_PROMPTS, bench_prompts
 from advisor.render import quoting
 
 PERCENTILE_METRICS = "ttft,tpot,itl,e2el"
 METRIC_PERCENTILES = "50,90,99"
-MIN_PROMPTS = 200
-LIFETIMES = 10
-"""``--num-prompts`` = max(LIFETIMES x requests in flight, MIN_PROMPTS). A closed loop of C requests with
-fixed lengths runs in waves of C (all arrive together, all end after the same number of steps), so the
-first wave's ramp (C prefills queued at once) and the last one's drain (the batch emptying) are one wave
-each: with 10 waves they weigh 2 of 10 in the means. An open loop at R/s holds L = R x (TTFT + O x TPOT)
-requests in flight (Little's law) and reaches that level after about one request lifetime: 10 x L prompts
-last about 10 lifetimes. 200 keeps the p99 off the single slowest request at small loads."""
 RESULT_DIR = "bench-results"
 STATISTIC = "mean"
 """What the SLA limits are judged on: the predicted TPOT and TTFT are means (the step model's mean step,
@@ -35,6 +28,11 @@ TTFT_CLOSED_NOTE = (
     "TTFT: the prediction's queueing terms ASSUME Poisson arrivals; in a closed loop with fixed lengths all C "
     "prompts arrive together and their prefills queue behind one another in max_num_batched_tokens chunks, so the "
     "measured TTFT can be far above it (issue 40: 10-40x at concurrency above 8 on one H100)"
+)
+TTFT_CLOSED_MODEL_NOTE = (
+    "closed loop simulated step by step (advisor.predict.closed_loop): all C prompts arrive together and their "
+    "prefills queue in max_num_batched_tokens chunks, so TTFT here is the waves', not the Poisson-arrival TTFT the "
+    "operating-point search judged the limits on (ASSUMED no client or API-server overhead)"
 )
 Pattern = Literal["closed", "poisson"]
 
@@ -70,7 +68,7 @@ def base_url(host: str, port: int) -> str:
 def num_prompts(p: BenchPoint) -> int:
     """Enough prompts for steady state (see LIFETIMES)."""
     load = p.concurrency if p.pattern == "closed" else (p.in_flight or 1.0)
-    return max(LIFETIMES * math.ceil(load or 1), MIN_PROMPTS)
+    return bench_prompts(load or 1)
 
 
 def result_filename(p: BenchPoint) -> str:
@@ -120,6 +118,12 @@ def _predicted(pred, pattern: Pattern) -> dict:
     steady state's; TTFT's queueing terms are the Poisson ones, labelled where the pattern is closed)."""
     if pred is None:
         return {}
+    closed = getattr(pred, "closed_loop", None) if pattern == "closed" else None
+    if closed:  # the closed loop simulated step by step (advisor.predict.closed_loop): what this benchmark reports
+        return {"tpot_ms": _band(closed["mean_tpot_ms"]), "ttft_ms": _band(closed["mean_ttft_ms"]),
+                "median_ttft_ms": _band(closed["median_ttft_ms"]), "p99_ttft_ms": _band(closed["p99_ttft_ms"]),
+                "output_throughput_tok_s": _band(closed["output_tok_s"]),
+                "ttft_unloaded_ms": getattr(pred, "ttft_unloaded_ms", None), "notes": [TTFT_CLOSED_MODEL_NOTE]}  # fmt: skip
     out = {"tpot_ms": _band(getattr(pred, "tpot_ms", None)), "ttft_ms": _band(getattr(pred, "ttft_ms", None)),
            "output_throughput_tok_s": _band(getattr(pred, "throughput_tok_s", None)),
            "ttft_unloaded_ms": getattr(pred, "ttft_unloaded_ms", None)}  # fmt: skip
@@ -201,7 +205,11 @@ def text_lines(bench: dict) -> list[str]:
     if limits:
         lines.append(f"  SLA {'claimed' if sla['claimed'] else 'NOT met by the answer'}: {', '.join(limits)} (judged on the {sla['statistic']})")
     if primary["pattern"] == "closed":
-        lines.append("  note: TTFT's queueing terms ASSUME Poisson arrivals; a closed loop's synchronised waves can measure far above it")
+        simulated = TTFT_CLOSED_MODEL_NOTE in (f.get("notes") or [])
+        lines.append("  note: " + ("the closed loop's waves simulated step by step (advisor.predict.closed_loop; ASSUMED no "
+                                   "client or API-server overhead)" if simulated else
+                                   "TTFT's queueing terms ASSUME Poisson arrivals; a closed loop's synchronised waves can "
+                                   "measure far above it"))  # fmt: skip
     lines.append(f"  then: advisor verify --result {primary['result_file']} MODEL [the same options] (or --prediction FILE of recommend --json)")
     return lines
 
