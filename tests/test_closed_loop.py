@@ -12,8 +12,8 @@ STEP = 0.010  # a decode step, whatever the batch
 CP = 1e-5  # seconds per prefill token
 
 
-def run(c, *, n=None, P=1000, O=101, M=8192, seqs=256, kv=10_000, g=1.0):
-    return simulate(lambda n_: STEP, prefill_token_s=CP, prompt_len=P, output_len=O, concurrency=c,
+def run(c, *, n=None, P=1000, out=101, M=8192, seqs=256, kv=10_000, g=1.0):
+    return simulate(lambda n_: STEP, prefill_token_s=CP, prompt_len=P, output_len=out, concurrency=c,
                     num_prompts=n or c, max_num_seqs=seqs, max_num_batched_tokens=M, kv_slots=kv, gain=g)  # fmt: skip
 
 
