@@ -29,7 +29,8 @@ def build_recommendation(model: str, opts, gpus_per_node: int | None = None, **c
     vllm_version = vllm_choice(opts.vllm_version).version
     query = layout_query(opts.objective, opts.max_tpot_ms, opts.max_ttft_ms, opts.prompt_len, opts.output_len,
                          opts.ngram_k, opts.ngram_lookup, concurrency_given=concurrency is not None,
-                         request_rate=opts.request_rate, kv_cache_dtype=opts.kv_cache_dtype, spec=opts.spec)  # fmt: skip
+                         request_rate=opts.request_rate, kv_cache_dtype=opts.kv_cache_dtype, spec=opts.spec,
+                         arrival=opts.arrival)  # fmt: skip
     from advisor.vllm_facts import facts
 
     # Multi-node replicas: priced as TP per node x PP, and only with speculation this vLLM runs under PP.
@@ -244,7 +245,8 @@ def recommend_cmd(model: str = model_arg(), opts: o.RecommendOptions = None, htm
 
 def layout_query(objective: str, max_tpot_ms, max_ttft_ms, prompt_len: int, output_len: int,
                  ngram_k: int | None = None, ngram_lookup: str | None = None, *, concurrency_given: bool = True,
-                 request_rate: float | None = None, kv_cache_dtype: str = "auto", spec: str | None = None):  # fmt: skip
+                 request_rate: float | None = None, kv_cache_dtype: str = "auto", spec: str | None = None,
+                 arrival: str | None = None):  # fmt: skip
     """The layout search's options (advisor.plan.layout.LayoutQuery), checked."""
     from advisor.plan.layout import LayoutQuery
 
@@ -262,9 +264,13 @@ def layout_query(objective: str, max_tpot_ms, max_ttft_ms, prompt_len: int, outp
         raise UsageError("--request-rate and --concurrency both give the load: pass one of them")
     if spec is not None and spec not in ("none", "suffix", "ngram", "mtp"):
         raise UsageError(f"--spec {spec!r}: choose none, suffix, ngram or mtp")
+    if arrival is not None and arrival not in ("closed", "poisson"):
+        raise UsageError(f"--arrival {arrival!r}: choose closed or poisson")
+    if arrival == "closed" and request_rate is not None:
+        raise UsageError("--arrival closed with --request-rate: a rate is an open loop (Poisson); drop one of them")
     return LayoutQuery(objective=objective, max_tpot_ms=max_tpot_ms, max_ttft_ms=max_ttft_ms, prompt_len=prompt_len,
                        output_len=output_len, ngram_k=ngram_k, ngram_lookup=window, concurrency_given=concurrency_given,
-                       request_rate=request_rate, kv_cache_dtype=kv_cache_dtype, spec=spec)  # fmt: skip
+                       request_rate=request_rate, kv_cache_dtype=kv_cache_dtype, spec=spec, arrival=arrival)  # fmt: skip
 
 
 def recommend_maybe_probe(model: str, opts, *, quiet: bool, gpus_per_node: int | None = None):

@@ -121,7 +121,7 @@ LAYOUT_FIGURES = ("throughput_tok_s", "tpot_ms", "ttft_ms", "step_ms", "prefill_
                   "running_per_replica", "waiting_per_replica", "layout", "method", "objective", "prompt_len",
                   "output_len", "figure_notes", "tok_s_per_gpu", "tok_s_per_user", "max_num_seqs", "max_num_batched_tokens",
                   "offered_concurrency", "request_rate", "ttft_unloaded_ms", "ttft_prefill_wait_ms", "ttft_slot_wait_ms",
-                  "gpus_used", "spec_schedule", "schedule_reason", "ttft_unbounded", "busy_replicas", "closed_loop")  # fmt: skip
+                  "gpus_used", "spec_schedule", "schedule_reason", "ttft_unbounded", "busy_replicas", "closed_loop", "judged_on")  # fmt: skip
 """The layout search's figures of the chosen candidate (advisor.plan.layout_wiring.absolute_prediction);
 present in ``--json`` only once the search has run."""
 
@@ -157,6 +157,9 @@ class RecommendedPrediction(Prediction):
     """Why ``ttft_ms`` is None (an offered rate above capacity); None when TTFT is a figure."""
     busy_replicas: float | None = None
     """Replicas' worth of the host that has requests at this load (host tok/s counts only those)."""
+    judged_on: str | None = None
+    """The arrival pattern --max-tpot-ms / --max-ttft-ms were judged on: ``closed`` (the emitted benchmark's closed
+    loop, simulated: ``closed_loop``) or ``poisson`` (the operating-point model's figures above)."""
     closed_loop: dict | None = None
     """What the emitted closed-loop benchmark (``vllm bench serve --max-concurrency C``, fixed lengths) is predicted
     to report: mean / median / p99 TTFT, mean TPOT, output tok/s, each with its band (advisor.predict.closed_loop);

@@ -73,6 +73,16 @@ class LayoutQuery(BaseModel):
     """--request-rate: requests per second over the host (open loop); the fewest GPUs that serve it are sought."""
     spec: Literal["none", "suffix", "ngram", "mtp"] | None = None
     """--spec: the speculative method the user forces (launched however it is predicted); None: the fastest."""
+    arrival: Literal["closed", "poisson"] | None = None
+    """--arrival: the load pattern --max-tpot-ms / --max-ttft-ms are judged on (None: what the emitted benchmark runs,
+    closed without --request-rate, Poisson with it)."""
+
+    @property
+    def judged_on(self) -> Literal["closed", "poisson"]:
+        """The arrival pattern the limits are judged on."""
+        if self.request_rate is not None:
+            return "poisson"
+        return self.arrival or "closed"
 
     @property
     def operating_point(self) -> bool:
@@ -370,6 +380,32 @@ def _one(p, gpu, lay, method, k, cap, base, concurrency, query, suffix_gain, pla
     return cand
 
 
+def _judge_closed(pts, query: LayoutQuery, lay, step_of, gain_of, cp: float, kv_slots: int, q_tok: float) -> None:
+    """--arrival closed (the default without --request-rate: what the emitted benchmark runs): the limits are judged
+    on the closed loop simulated step by step (advisor.predict.closed_loop, mid end), best point first, until one
+    meets them; the points that miss are ruled out with the simulated figure."""
+    from advisor.plan import operating_point as op
+    from advisor.predict.closed_loop import bench_prompts, simulate
+
+    while True:
+        pt = op.best(pts, query.objective, query.output_len)
+        if pt is None:
+            return
+        per = -(-(pt.concurrency or pt.max_num_seqs * lay.dp) // lay.dp)
+        g = gain_of(pt.figures.running_per_replica)
+        run = simulate(step_of, prefill_token_s=cp, prompt_len=query.prompt_len, output_len=query.output_len,
+                       concurrency=per, num_prompts=bench_prompts(per), max_num_seqs=pt.max_num_seqs,
+                       max_num_batched_tokens=pt.max_num_batched_tokens, kv_slots=kv_slots,
+                       gain=g.value if g is not None else 1.0, tokens_per_seq=q_tok)  # fmt: skip
+        if query.max_tpot_ms and run.mean_tpot_ms > query.max_tpot_ms:
+            why = f"closed loop (the benchmark's): mean TPOT {run.mean_tpot_ms:.1f} ms > --max-tpot-ms {query.max_tpot_ms:g}"
+        elif query.max_ttft_ms and run.mean_ttft_ms > query.max_ttft_ms:
+            why = f"closed loop (the benchmark's): mean TTFT {run.mean_ttft_ms:.0f} ms > --max-ttft-ms {query.max_ttft_ms:g}"
+        else:
+            return
+        pt.feasible, pt.why_not = False, why
+
+
 def schedule_graph_cost(p: ModelProfile, vf) -> float:
     """Seconds a K schedule adds to every step that drafts nothing: vLLM lines that force PIECEWISE CUDA graphs
     with ``num_speculative_tokens_per_batch_size`` (``VllmFacts.spec_schedule_piecewise``) replay plain steps
@@ -546,12 +582,17 @@ def _operating_point(cand: Candidate, p, gpu, lay, method, k, kv_tokens, concurr
     pts = op.points(pq, lay, method, k, step_of=step_of, gain_of=gain_of, prefill_token_s=prefill_marginal(p, gpu, lay, P) / P,
                     prefill_alone_s=prefill_time(p, gpu, lay, P), kv_slots=kv_slots, tokens_per_seq=q_tok, notes=notes)  # fmt: skip
     if method == "suffix":
+        first_guard = None
         for pt in pts:
             guard = op.suffix_load_guard(pt.figures.running_per_replica, raw(pt.figures.running_per_replica)[1], vf, lay.dp)
             if guard and pt.feasible:
                 pt.feasible, pt.why_not = False, guard
+                first_guard = first_guard or guard
         if pts and not any(pt.feasible for pt in pts):
-            cand.load_guard = next((pt.why_not for pt in pts if (pt.why_not or "").startswith("suffix off")), None)
+            cand.load_guard = first_guard
+    if query.judged_on == "closed" and (query.max_tpot_ms or query.max_ttft_ms):
+        _judge_closed(pts, query, lay, step_of, gain_of if method != "none" else (lambda n: None),
+                      prefill_marginal(p, gpu, lay, P) / P, kv_slots, q_tok)  # fmt: skip
     cand.points = pts
     chosen = op.best(pts, query.objective, query.output_len) or op.nearest(pts)
     if chosen is None:

@@ -115,6 +115,7 @@ def absolute_prediction(c: Candidate, query: LayoutQuery) -> dict:
         "tok_s_per_gpu": round(f.throughput_tok_s.value / c.layout.gpus, 1), "tok_s_per_user": round(1000 / f.tpot_ms.value, 1),
         "max_num_seqs": c.max_num_seqs, "max_num_batched_tokens": c.max_num_batched_tokens,
         "spec_schedule": c.spec_schedule, "schedule_reason": c.schedule_reason,
+        "judged_on": query.judged_on if (query.max_tpot_ms or query.max_ttft_ms) else None,
     }  # fmt: skip
     if query.operating_point:
         out["gpus_used"] = c.layout.gpus
@@ -207,9 +208,11 @@ def text_lines(rec) -> list[str]:
     if p is None or p.throughput_tok_s is None:
         return []
     fmt = lambda b, d=0: f"{b.value:,.{d}f} [{b.low:,.{d}f}, {b.high:,.{d}f}]" if b is not None else "unbounded"  # noqa: E731
+    fmt_d = lambda b, d=0: f"{b['value']:,.{d}f} [{b['low']:,.{d}f}, {b['high']:,.{d}f}]"  # noqa: E731
     lines = [f"Predicted ({p.layout}, {p.method}; prompt {p.prompt_len}, output {p.output_len} tokens):",
              f"  host output throughput {fmt(p.throughput_tok_s)} tok/s",
-             f"  TPOT {fmt(p.tpot_ms, 1)} ms   TTFT " + (f"{fmt(p.ttft_ms)} ms" if p.ttft_ms is not None else "unbounded (no steady state)"),
+             f"  TPOT {fmt(p.tpot_ms, 1)} ms   TTFT " + (f"{fmt(p.ttft_ms)} ms" if p.ttft_ms is not None else "unbounded (no steady state)")
+             + (" (Poisson arrivals)" if p.max_num_batched_tokens is not None else ""),
              f"  decode step {fmt(p.step_ms, 2)} ms at {p.running_per_replica} running/replica, "
              f"prefill {fmt(p.prefill_ms, 1)} ms per prompt"]
     if p.speculative_gain:
@@ -227,6 +230,13 @@ def text_lines(rec) -> list[str]:
             lines.append(f"  TTFT under load {p.ttft_ms.value:,.0f} ms = prefill {prefill:,.0f}"
                          f" + wait for the prefill budget {p.ttft_prefill_wait_ms or 0:,.0f} + wait for a slot {p.ttft_slot_wait_ms or 0:,.0f} ms"
                          f" (rounded terms); unloaded lower bound {p.ttft_unloaded_ms:,.0f} ms")
+    cl = p.closed_loop
+    if cl:
+        lines.append(f"  closed loop at {cl['concurrency']:,} in flight (the benchmark below, simulated): mean TTFT "
+                     f"{fmt_d(cl['mean_ttft_ms'])} ms (median {cl['median_ttft_ms']['value']:,.0f}), mean TPOT "
+                     f"{fmt_d(cl['mean_tpot_ms'], 1)} ms, {fmt_d(cl['output_tok_s'])} tok/s")
+    if p.judged_on:
+        lines.append(f"  limits judged on: {'the closed loop (--arrival closed, what the benchmark runs)' if p.judged_on == 'closed' else 'Poisson arrivals (--arrival poisson; the TTFT above)'}")
     if p.schedule_reason:
         lines.append(f"  speculation by load: {p.schedule_reason}")
     lines.append(f"  intervals: step ±10% and prefill ±25% (ASSUMED bands; {_band_note(rec.host.gpu, p.layout, _rec_class(rec))}), "
