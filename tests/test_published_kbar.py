@@ -64,13 +64,16 @@ def test_published_priors_reach_recommend_with_their_citation(run_cli):
     assert p.k_bar == pytest.approx(row.k_bar) and kp.published_source_id(p.k_bar_source) == row.source
     same = predict(llama, get_gpu("H200"), 1, Workload(corpus="specbench", concurrency=4, k_bar=row.k_bar), host_state="OFF")
     assert math.log(p.gain_high / p.gain_low) > math.log(same.gain_high / same.gain_low)
-    # ... and on the seed host too, since the seed priors have no specbench row; a seed corpus keeps its seed prior there
+    # ... and on the seed host too: K̄ is the traffic's on every host (issue 42); where the seed sweep's gains imply
+    # another K̄ for a seed corpus, that host carries it as its own fitted term (seed_host_kbar), not as a K̄
     b200 = predict(llama, get_gpu("B200"), 8, Workload(corpus="specbench", concurrency=32), host_state="OFF")
     assert kp.published_source_id(b200.k_bar_source) == row.source
     swe = predict(llama, get_gpu("B200"), 8, Workload(corpus="swebench", concurrency=32), host_state="OFF")
-    assert swe.k_bar_source.startswith("prior swebench/instruct")
     swe_h200 = predict(llama, get_gpu("H200"), 1, Workload(corpus="swebench", concurrency=4), host_state="OFF")
     assert kp.published_source_id(swe_h200.k_bar_source) == "suffixdecoding-paper-2025"
+    assert kp.published_source_id(swe.k_bar_source) == "suffixdecoding-paper-2025" and swe.k_bar == swe_h200.k_bar
+    assert swe.k_bar_host is not None and swe.k_bar_host < swe.k_bar and swe_h200.k_bar_host is None
+    assert any("seed host's gain-implied" in x for x in swe.explanation)
     # n-gram takes the published n-gram prior only where suffix's K̄ came from the same publication
     work = Workload(corpus="specbench")
     ng = kp.ngram_kbar_for(work, "instruct", own_prior_ok=False, suffix_source=p.k_bar_source)

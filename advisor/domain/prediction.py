@@ -59,6 +59,10 @@ class Prediction(BaseModel):
     k_bar_sigma: float = Field(default=0.0, ge=0)
     """σ of ln K̄ its source carries in the interval (0: measured or a seed prior); a method priced as a share of
     this K̄ (n-gram without its own) inherits it."""
+    k_bar_host: float | None = None
+    """The K̄ the host's fit prices suffix at: on the seed host the one its gains imply (the ``seed_host_kbar``
+    term's), elsewhere ``k_bar``. A method priced as a share of suffix's extra tokens (n-gram without its own K̄)
+    takes this one, so it moves with what the host measured, not with a prior the host contradicts."""
     r: float
     """Step-cost ratio: verification step / plain decode step, from the physics model."""
     host_state: HostState | None

@@ -480,8 +480,8 @@ def _same_host(sp) -> str | None:
 def _ngram_kbar(workload, p: ModelProfile, sp, k: int | None = None):
     """n-gram's own K̄: replayed on the workload's file, or the own-output (or published) prior where the
     suffix prediction ``sp`` uses one (one source for both methods); None: a share of suffix's."""
-    if workload is None:
-        return None
+    if workload is None or getattr(sp, "k_bar_host", None):
+        return None  # on the seed host n-gram is priced as a share of the K̄ that host's gains imply
     source = getattr(sp, "k_bar_source", None)
     return ngram_kbar_for(workload, p.family, own_prior_ok=is_own_source(source), suffix_source=source, k=k)
 
@@ -489,7 +489,8 @@ def _ngram_kbar(workload, p: ModelProfile, sp, k: int | None = None):
 def _ngram_gain(p, gpu, lay, n: int, context: float, k: int, sp, workload):
     """n-gram's gain at ``n`` running sequences: from the suffix prediction ``sp`` at the same layout (its K̄ and
     that K̄'s band where n-gram has no K̄ of its own, its host profile) and the workload's own n-gram K̄."""
-    return ngram_gain(p, gpu, lay, n, context, k, sp.k_bar, ngram=_ngram_kbar(workload, p, sp, k), build=_same_host(sp),
+    base = getattr(sp, "k_bar_host", None) or sp.k_bar  # the K̄ the host's fit prices suffix at (the seed host's own)
+    return ngram_gain(p, gpu, lay, n, context, k, base, ngram=_ngram_kbar(workload, p, sp, k), build=_same_host(sp),
                       suffix_kbar_sigma=getattr(sp, "k_bar_sigma", 0.0))
 
 

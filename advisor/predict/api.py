@@ -213,6 +213,7 @@ def predict(
         k_bar=round(row.k_bar, 4),
         k_bar_source=source,
         k_bar_sigma=round(row.k_bar_sigma, 4),
+        k_bar_host=round(row.k_bar_host, 4) if row.k_bar_host is not None else None,
         r=round(r_eff, 4),
         host_state=host_state,
         draft_tokens=round(row.r.draft_tokens, 3),

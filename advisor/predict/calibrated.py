@@ -81,6 +81,8 @@ class RowPrediction(BaseModel):
     k_bar_source: str
     k_bar_sigma: float = 0.0
     """σ of ln K̄ its prior's band carries (kbar_choice)."""
+    k_bar_host: float | None = None
+    """The seed host's gain-implied K̄ where the ``seed_host_kbar`` term applies (None: ``k_bar``)."""
     r: RBreakdown
     context: float
     offset: float
@@ -155,14 +157,30 @@ class CalibratedModel(BaseModel):
             return True
         return bool(self.fitted_hosts) and self._host(inputs) not in self.fitted_hosts
 
-    def kbar_choice(self, inputs: RowInputs) -> tuple[float, str, float]:
-        """(K̄ at ``inputs.k``, its source, σ of log K̄ the prior's band carries (0 for measured and seed priors))."""
+    def seed_kbar(self, inputs: RowInputs) -> tuple[float, str] | None:
+        """The K̄ the seed host's gains imply for this corpus and family (K̄ = gain x R over its rows), where the fit
+        applies that host's terms (a fitted host, or the fit itself) and the traffic's own K̄ is a prior, not a
+        measurement; None elsewhere. What it adds over the traffic's K̄ is a seed-host term (``seed_host_kbar``),
+        never a different K̄: K̄ is a property of traffic and model (issue 42)."""
+        if inputs.k_bar or self._own_applies(inputs):
+            return None
+        if not kp.has_corpus_prior(self.priors, inputs.corpus, inputs.profile.family):
+            return None
+        k_bar, source, _ = self.kbar_choice(inputs, traffic=False)
+        return k_bar, source
+
+    def kbar_choice(self, inputs: RowInputs, *, traffic: bool = True) -> tuple[float, str, float]:
+        """(K̄ at ``inputs.k``, its source, σ of log K̄ the prior's band carries (0 for measured and seed priors)).
+        One ordered list of sources, the same on every host: measured (a trace file replayed, a probe), the
+        model's own-output prior, the published prior, then the seed sweep's implied prior. ``traffic=False``: the
+        seed sweep's implied prior first where it covers the corpus (what :meth:`seed_kbar` reports)."""
         sigma = 0.0
+        own_ok = traffic or self._own_applies(inputs)
         if inputs.k_bar:
             k_bar, source, k_from = inputs.k_bar, "measured", inputs.k_bar_k or inputs.k
         else:
-            own = kp.own_prior(inputs.corpus, inputs.profile.family, "suffix", self.own_priors, k=inputs.k) if self._own_applies(inputs) else None
-            if own is None and (self._own_applies(inputs) or not kp.has_corpus_prior(self.priors, inputs.corpus, inputs.profile.family)):
+            own = kp.own_prior(inputs.corpus, inputs.profile.family, "suffix", self.own_priors, k=inputs.k) if own_ok else None
+            if own is None and (own_ok or not kp.has_corpus_prior(self.priors, inputs.corpus, inputs.profile.family)):
                 own = kp.published_prior(inputs.corpus, inputs.profile.family, "suffix", self.published_priors)
             if own is not None:
                 k_bar, source, k_from, sigma = own.k_bar, own.source, own.k, own.log_sigma
@@ -184,27 +202,39 @@ class CalibratedModel(BaseModel):
     def predict_row(self, inputs: RowInputs, *, model_id: str | None = None) -> RowPrediction:
         p = inputs.profile
         k_bar, source, kbar_sigma = self.kbar_choice(inputs)
+        seed = self.seed_kbar(inputs)
         context = kp.shape_for(inputs.corpus).context(p.family)
         r = r_ratio(p, inputs.gpu, inputs.tp, concurrency=inputs.concurrency,
                     draft_tokens=kp.draft_tokens(k_bar, inputs.k), context=context, k=inputs.k,
                     build=inputs.build)  # fmt: skip
         offset = math.log(max(k_bar, KBAR_FLOOR)) - math.log(r.r)
+        # On the seed host the fit's rows are priced at the K̄ their gains imply (and the R its drafts give): that
+        # offset minus the traffic's is one seed-host term, and the features read that R, so the fit is unchanged.
+        r_fit, seed_term = r.r, 0.0
+        if seed is not None and abs(seed[0] - k_bar) > 1e-12:
+            rs = r_ratio(p, inputs.gpu, inputs.tp, concurrency=inputs.concurrency, draft_tokens=kp.draft_tokens(seed[0], inputs.k),
+                         context=context, k=inputs.k, build=inputs.build)  # fmt: skip
+            r_fit = rs.r
+            seed_term = (math.log(max(seed[0], KBAR_FLOOR)) - math.log(rs.r)) - offset
         key = model_id or p.id
         seen = key in self.model_effects
         applied = not self.fitted_hosts or self._host(inputs) in self.fitted_hosts
         terms: dict[str, float] = {}
         if applied:
             ov = overhead_share(p, inputs.gpu, inputs.tp, inputs.concurrency, context)
-            x = population_features(p, inputs.host_state, ov, math.log(r.r))
+            x = population_features(p, inputs.host_state, ov, math.log(r_fit))
             terms = {name: c * v for name, c, v in zip(FEATURES, self.coef, x) if name in self.features}
             terms["intercept"] = self.intercept
             if seen:
                 terms["model_effect"] = self.model_effects[key]
+        if seed_term:
+            terms["seed_host_kbar"] = seed_term
+            kbar_sigma = 0.0  # the seed host's K̄ is calibrated there (its rows), not a prior's band
         delta = sum(terms.values())
         # Off its host class the residual and model spread still apply (the fit's evidence of what K̄/R misses).
         sigma = math.hypot(self.sigma_residual, 0.0 if (seen and applied) else self.sigma_model, kbar_sigma)
         return RowPrediction(mu=offset + delta, sigma=max(sigma, MIN_SIGMA), k_bar=k_bar, k_bar_source=source,
-                             k_bar_sigma=kbar_sigma, r=r,
+                             k_bar_sigma=kbar_sigma, r=r, k_bar_host=seed[0] if seed_term else None,
                              context=context, offset=offset, delta=delta, terms=terms, model_seen=seen,
                              fitted_applied=applied)  # fmt: skip
 
@@ -241,7 +271,7 @@ def fit(observations: Sequence[Observation], profile_of: ProfileFn, *, exclude_m
         x = population_features(p, o.host_state, ov, math.log(pred.r.r))
         x = [v if name in features else 0.0 for name, v in zip(FEATURES, x)]
         rows.append(x + [1.0 if o.model == m else 0.0 for m in models])
-        ys.append(math.log(o.gain) - pred.offset)
+        ys.append(math.log(o.gain) - pred.offset - pred.terms.get("seed_host_kbar", 0.0))
     X, y = np.asarray(rows), np.asarray(ys)
     reg = HuberRegressor(alpha=HUBER_ALPHA, epsilon=HUBER_EPSILON, max_iter=1000).fit(X, y)
     n = len(FEATURES)

@@ -19,6 +19,7 @@ _TERM_WORDS = {
     "log_r": "correction of the physics R's weight",
     "model_effect": "this model's own measured effect",
     "intercept": "average offset of the calibration rows",
+    "seed_host_kbar": "the seed host's gain-implied K̄ / R over the traffic's (the seed host only)",
 }
 
 
