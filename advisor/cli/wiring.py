@@ -67,8 +67,15 @@ def probe_records(settings) -> tuple[list | None, list[str]]:
 
     if not store_path(settings).is_file():
         return None, []
+    from advisor.model.source import local_path_problem
+
     with open_store(settings, busy_timeout_s=2.0) as store:  # a read: never wait on a writer for long
-        return [r for r in store.list_records() if r.outcome == "ok"] or None, store.skipped
+        records, skipped = [r for r in store.list_records() if r.outcome == "ok"], list(store.skipped)
+    problems = {m: local_path_problem(m) for m in {r.model for r in records}}
+    for model, why in sorted((m, w) for m, w in problems.items() if w):  # the fit leaves them out (dataset.probe_observations)
+        n = sum(r.model == model for r in records)
+        skipped.append(f"probe store {store.path}: {n} record(s) of model {model[:200]!r} left out of the fit: {why}")
+    return records or None, skipped
 
 
 def load_user_profiles(settings) -> list:
