@@ -110,3 +110,46 @@ def test_a_model_path_that_is_a_device_or_fifo_is_never_read(run_cli, tmp_path):
     os.mkfifo(d / "config.json")  # a model directory whose config.json is a FIFO
     code, _, err = run_cli("inspect", str(d))
     assert code == 3 and "no config.json" in err  # refused by stat, not opened (a FIFO would block)
+
+
+SPEC8 = rec("suffix:8", num_speculative_tokens=8, speculative_method="suffix").model_dump()
+IMPOSSIBLE_ROWS = {  # issue 43 item 6: rows no server can have measured, each with the field the reason names
+    "K̄ 60 at K=8": (SPEC8 | {"tokens_per_step": 60.0}, "tokens_per_step"),
+    "K̄ below 1": (SPEC8 | {"tokens_per_step": 0.5}, "tokens_per_step"),
+    "acceptance length above K+1": (SPEC8 | {"mean_acceptance_length": 12.0}, "mean_acceptance_length"),
+    "accepted > drafted": (SPEC8 | {"spec_drafts": 100, "spec_draft_tokens": 500, "spec_accepted_tokens": 900}, "spec_accepted_tokens"),
+    "draft longer than K": (SPEC8 | {"spec_drafts": 10, "spec_draft_tokens": 500, "spec_accepted_tokens": 50}, "spec_draft_tokens"),
+    "K label vs K field": (SPEC8 | {"num_speculative_tokens": 32}, "num_speculative_tokens"),
+    "counter x100": (SPEC8 | {"throughput_tok_s": 35_883.0, "duration_s": 60.0, "output_tokens": 21_000, "requests": 100,
+                              "max_tokens": 256}, "throughput_tok_s"),  # fmt: skip
+    "more tokens than the requests asked for": (SPEC8 | {"throughput_tok_s": 35_883.0, "duration_s": 60.0,
+                                                         "output_tokens": 2_152_980, "requests": 100, "max_tokens": 256},
+                                                "output_tokens"),  # fmt: skip
+    "acceptance per position above 1": (SPEC8 | {"acceptance_per_position": [1.5, 0.2]}, "acceptance_per_position"),
+}
+
+
+@pytest.mark.parametrize("name", list(IMPOSSIBLE_ROWS))
+def test_impossible_rows_are_skipped_with_the_bound_they_break(tmp_path, name):
+    doc, field = IMPOSSIBLE_ROWS[name]
+    path = tmp_path / "s.sqlite"
+    with ProbeStore(path) as store:
+        store.insert(rec())
+    _raw(path, doc)
+    with ProbeStore(path) as store:
+        assert [r.config for r in store.list_records()] == ["vanilla"]
+        assert len(store.skipped) == 1 and field in store.skipped[0], store.skipped
+
+
+def test_calibrate_rejects_impossible_rows(run_cli, tmp_path):
+    data = tmp_path / "data"
+    with ProbeStore(data / "probes.sqlite") as store:
+        store.insert(rec())
+        store.insert(rec("suffix:32"))
+    for i, (doc, _) in enumerate(IMPOSSIBLE_ROWS.values()):
+        _raw(data / "probes.sqlite", rec(campaign_id=f"x{i}").model_dump())
+        _raw(data / "probes.sqlite", doc | {"campaign_id": f"x{i}"})
+    code, out, err = run_cli("--data-dir", str(data), "calibrate", "--json")
+    assert code == 0, err
+    assert err.count("skipped") == len(IMPOSSIBLE_ROWS)
+    assert json.loads(out)["probe_rows"] == 1  # only the good campaign's suffix:32 is fitted
