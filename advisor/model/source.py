@@ -129,11 +129,23 @@ def _read_card(path: Path) -> dict:
     return card
 
 
+MAX_MODEL_CHARS = 4096
+"""A model id or path longer than this is neither (PATH_MAX on Linux; Hugging Face ids are under 100 characters)."""
+
+
+def _exists(path: Path) -> bool:
+    """Path.exists without its OSError (a name over NAME_MAX, ENAMETOOLONG) or ValueError (a NUL)."""
+    try:
+        return path.exists()
+    except (OSError, ValueError):
+        return False
+
+
 def _looks_like_path(model: str) -> bool:
     return (
         model.startswith(("/", "./", "../", "~"))
         or model.endswith(".json")
-        or os.sep in model and Path(model).exists()
+        or os.sep in model and _exists(Path(model))
         or (not HF_ID.match(model))
     )
 
@@ -145,7 +157,7 @@ def local_path_problem(model: str) -> str | None:
         return None
     try:
         path = Path(model.strip()).expanduser()
-        if not path.exists():
+        if not _exists(path):
             return "no such file or directory"
         if not path.is_dir() and not path.is_file():
             return "not a directory or a regular file (a device, FIFO or socket)"
@@ -159,7 +171,7 @@ def _from_path(model: str) -> ResolvedConfig:
         path = Path(model).expanduser()
     except RuntimeError:  # ~user of no such user
         raise ModelNotFoundError(f"{model!r}: no such user's home directory (pass a model directory, a config.json, or a Hugging Face id)") from None
-    if not path.exists():
+    if not _exists(path):
         raise ModelNotFoundError(f"{model}: no such file or directory (pass a model directory, a config.json, or a Hugging Face id)")
     if not path.is_dir() and not path.is_file():
         raise ModelNotFoundError(f"{model}: not a directory or a regular file (a device, FIFO or socket); pass a model "
@@ -257,6 +269,9 @@ def resolve_config(model: str, *, catalog_dirs: list[Path] = (), hf_cache_dir: P
     model = model.strip()
     if not model:
         raise ModelNotFoundError("empty model name; pass a Hugging Face id or a path")
+    if len(model) > MAX_MODEL_CHARS:
+        raise ModelNotFoundError(f"a model id or path of {len(model):,} characters ({model[:60]!r}…): longer than any "
+                                 f"path ({MAX_MODEL_CHARS}); pass a Hugging Face id or a path")  # fmt: skip
     if _looks_like_path(model):
         return _from_path(model)
     roots = catalog_roots(list(catalog_dirs))
