@@ -33,6 +33,7 @@ from advisor.probe.configs import ProbeConfig, probe_decision, probe_flags
 from advisor.probe.load import LoadSpec, mean_in_flight
 from advisor.vllm_facts import DEFAULT_VERSION
 from advisor.probe.record import ProbeRecord
+from advisor.probe.store import StoreFullError
 
 if TYPE_CHECKING:
     from advisor.probe.corpus import Corpus
@@ -410,10 +411,15 @@ def _run_locked(spec, store, corpus, host, cid, log_dir, *, say, show_progress, 
             spec, cfg, corpus, cid=cid, host=host, log_dir=log_dir, vanilla_tput=vanilla.throughput_tok_s if vanilla else None,
             show_progress=show_progress, responses=outputs,
         )  # fmt: skip
+        try:  # the measurement first, then the (larger) responses file: a full disk costs the file, not the record
+            store.insert(record)
+        except StoreFullError:
+            say(f"[{i}/{len(steps)}] {summary_line(record, vanilla.throughput_tok_s if vanilla else None)}: NOT STORED")
+            say(f"the measurement, kept here as one JSON line ({RECORD_LINE_FORMAT}): {record.model_dump_json()}")
+            raise
+        result.probed.append(record)
         if outputs and record.outcome == "ok":
             save_responses(Path(spec.save_responses), cid, cfg.label, spec, corpus, outputs["outputs"], outputs["api"])
-        store.insert(record)
-        result.probed.append(record)
         if _measured_vanilla(record):
             vanilla = record
         say(f"[{i}/{len(steps)}] {summary_line(record, vanilla.throughput_tok_s if vanilla else None)} ({time.monotonic() - t0:.0f}s)")
@@ -425,6 +431,8 @@ def _run_locked(spec, store, corpus, host, cid, log_dir, *, say, show_progress, 
     return result
 
 
+RECORD_LINE_FORMAT = "a ProbeRecord, as the store's record_json"
+"""How a record the store could not take (a full disk) is printed: the store's own JSON of it."""
 RESPONSES_FORMAT = "advisor-probe-responses/1"
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from urllib.parse import quote
 from typing import TYPE_CHECKING
 
-from advisor.errors import DataError
+from advisor.errors import DataError, OutputError
 from advisor.probe.record import ProbeRecord
 
 if TYPE_CHECKING:
@@ -53,6 +53,13 @@ CREATE INDEX IF NOT EXISTS probes_host ON probes (host_fingerprint);
 _COLUMNS = ("id", "campaign_id", "model", "config", "outcome", "gpu", "corpus", "concurrency", "throughput_tok_s",
             "host_fingerprint", "vllm_version", "started_at", "record_json")
 _FILTERS = ("model", "campaign_id", "config", "outcome", "gpu", "corpus", "host_fingerprint", "vllm_version")
+
+
+class StoreFullError(OutputError):
+    """A record could not be written (a full disk, an I/O error): exit 73. ``record`` is the measurement that was not
+    stored, for the caller to keep."""
+
+    record: ProbeRecord | None = None
 
 
 class ProbeStore:
@@ -161,7 +168,7 @@ class ProbeStore:
                 )
             conn.execute("COMMIT")
         except BaseException:
-            conn.execute("ROLLBACK")
+            self._rollback()
             raise
 
     @property
@@ -196,10 +203,36 @@ class ProbeStore:
                 ),
             )  # fmt: skip
             conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
+        except BaseException as exc:
+            self._rollback()  # SQLite has already rolled back after SQLITE_FULL/IOERR: never mask the cause
+            if isinstance(exc, sqlite3.Error):
+                raise self._write_error(exc, record) from None
             raise
         return int(cur.lastrowid)
+
+    def _rollback(self) -> None:
+        """ROLLBACK when a transaction is still open (SQLite ends it by itself on a full disk or an I/O error)."""
+        if self._conn.in_transaction:
+            try:
+                self._conn.execute("ROLLBACK")
+            except sqlite3.Error:
+                pass
+
+    def _write_error(self, exc: sqlite3.Error, record: ProbeRecord) -> Exception:
+        """The domain error for a failed write: OutputError (exit 73) naming the disk-full or I/O cause and carrying
+        the record, which the caller keeps (advisor.probe.campaign prints it); any other SQLite error is a DataError."""
+        code = getattr(exc, "sqlite_errorcode", None)
+        primary = code & 0xFF if isinstance(code, int) else None
+        what = f"probe record {record.campaign_id}/{record.config} not stored in {self.path}"
+        if primary == sqlite3.SQLITE_FULL or "disk is full" in str(exc):
+            err = StoreFullError(f"disk full: {what} (SQLite: {exc}); free space or pass --data-dir another disk, then "
+                                 "rerun the same command: finished configurations are kept and skipped")  # fmt: skip
+        elif primary in (sqlite3.SQLITE_IOERR, sqlite3.SQLITE_READONLY, sqlite3.SQLITE_CANTOPEN):
+            err = StoreFullError(f"{what}: cannot write ({exc})")
+        else:
+            return DataError(f"{what}: {exc}")
+        err.record = record
+        return err
 
     def list_records(self, model: str | None = None, **filters: str | None) -> list[ProbeRecord]:
         """Records in insertion order, optionally filtered by exact column values
