@@ -55,3 +55,41 @@ def test_cli_shapes(run_cli, args, code, words):
 ])
 def test_kbar_shapes(run_cli, corpus, extra, words):
     _check(run_cli, ("kbar", "--corpus", corpus, *extra), 2, words)
+
+
+def _batch_line(status) -> str:
+    line = {"custom_id": "r1", "request": {"body": {"messages": [{"role": "user", "content": "hi"}]}},
+            "response": {"status_code": status, "body": {"choices": [{"message": {"role": "assistant", "content": "hello there"}}]}}}
+    return json.dumps(line) + "\n"  # json.dumps writes inf as Infinity, as the audit's file had
+
+
+@pytest.mark.parametrize("status", ["abc", float("inf"), [1], True, "999999999999999999999"])
+def test_batch_status_code_of_no_number_is_an_error_response(run_cli, tmp_path, status):
+    path = tmp_path / "batch.jsonl"
+    path.write_text(_batch_line(status))
+    _check(run_cli, ("kbar", "--corpus", str(path)), 5, "'error_response': 1")
+
+
+def test_batch_status_code_200_as_text_or_float_is_read(run_cli, tmp_path):
+    path = tmp_path / "batch.jsonl"
+    path.write_text(_batch_line("200") + _batch_line(200.0) + _batch_line(None))
+    got, _, err = run_cli("kbar", "--corpus", str(path), "--json")
+    assert got == 0, err
+
+
+def test_token_ids_beyond_int32_are_not_replayed_as_ids(run_cli, tmp_path):
+    path = tmp_path / "gen.jsonl"
+    path.write_text(json.dumps({"prompt": "hi", "response": "hello there hello", "prompt_token_ids": [1, 2],
+                                "token_ids": [2**31, 5, 6]}) + "\n")  # was OverflowError (int32)
+    got, _, err = run_cli("kbar", "--corpus", str(path), "--json")
+    assert got == 0 and "internal error" not in err, err
+
+
+@pytest.mark.parametrize("how, words", [("truncated", "cut short (truncated)"), ("not_gzip", "not valid gzip")])
+def test_a_damaged_gz_is_a_data_error(run_cli, tmp_path, how, words):
+    import gzip
+
+    body = gzip.compress(((json.dumps({"prompt": "hi", "response": "hello there hello there"}) + "\n") * 2000).encode())
+    path = tmp_path / "c.jsonl.gz"
+    path.write_bytes(body[: len(body) // 2] if how == "truncated" else b"\x1f\x8b" + b"garbage" * 100)
+    _check(run_cli, ("kbar", "--corpus", str(path)), 5, words)  # truncated was exit 130 'aborted'; not_gzip exit 70
