@@ -93,3 +93,38 @@ def test_a_damaged_gz_is_a_data_error(run_cli, tmp_path, how, words):
     path = tmp_path / "c.jsonl.gz"
     path.write_bytes(body[: len(body) // 2] if how == "truncated" else b"\x1f\x8b" + b"garbage" * 100)
     _check(run_cli, ("kbar", "--corpus", str(path)), 5, words)  # truncated was exit 130 'aborted'; not_gzip exit 70
+
+
+def _profiles_csv(tmp_path, **upd) -> None:
+    import csv
+    import io
+
+    from advisor.paths import data_path
+
+    rows = list(csv.DictReader((data_path("calibration") / "host_profiles.csv").open()))
+    row = next(r for r in rows if r["gpu"] == "H200") | {"id": "probe-x", "aliases": ""} | upd
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=list(row))
+    w.writeheader()
+    w.writerow(row)
+    (tmp_path / "data").mkdir(exist_ok=True)
+    (tmp_path / "data" / "host_profiles.csv").write_text(buf.getvalue())
+
+
+@pytest.mark.parametrize("upd, words", [
+    ({"suffix_step_s": "nan"}, "finite number"), ({"ngram_per_seq_s": "inf"}, "finite number"),  # inf was ZeroDivisionError
+    ({"suffix_step_s": "-1"}, "greater than or equal to 0"),  # was a math domain error
+    ({"source": "x" * 200_000}, "field larger than field limit"),  # was csv.Error, exit 70
+])
+def test_a_bad_user_host_profile_row_is_left_out_with_its_reason(run_cli, tmp_path, upd, words):
+    _profiles_csv(tmp_path, **upd)
+    got, out, err = run_cli("--data-dir", str(tmp_path / "data"), "recommend", M, "--gpu", "H200", "--gpus", "1", "--json")
+    assert got == 0, err
+    assert any("host profiles" in w and words in w for w in json.loads(out)["warnings"])
+
+
+def test_calibrate_names_a_bounded_list_of_campaigns():
+    from advisor.predict.host_infer import _campaigns_source
+
+    text = _campaigns_source([f"campaign-{i:05d}" for i in range(25_000)])
+    assert len(text) < 1000 and "25,000 in all" in text
