@@ -68,3 +68,27 @@ def test_probe_on_a_full_disk_exits_73_and_keeps_what_was_measured(tmp_path, cap
     assert kept.config == "suffix:4" and kept.outcome == "ok" and kept.throughput_tok_s
     with ProbeStore(tmp_path / "data" / "probes.sqlite") as store:
         assert [r.config for r in store.list_records()] == ["vanilla"]
+
+
+def test_a_server_printing_without_end_leaves_a_bounded_log(tmp_path, capsys, monkeypatch):
+    from advisor.probe import server
+
+    monkeypatch.setattr(server, "LOG_MAX_BYTES", 256 * 1024)
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))  # the guard the server runs under is this checkout's
+    monkeypatch.setenv("FAKE_TOKEN_S", "0.001")
+    monkeypatch.setenv("FAKE_LOG_SPAM_BYTES", str(4 * 2**20))  # 16 x the cap
+    (tmp_path / "good").mkdir()
+    corpus = tmp_path / "prompts.jsonl"
+    corpus.write_text("".join(json.dumps({"prompt": f"prompt number {i}"}) + "\n" for i in range(8)))
+    rc = main(["--data-dir", str(tmp_path / "data"), "probe", str(tmp_path / "good"), "--corpus", str(corpus),
+               "--configs", "vanilla", "--requests", "4", "--duration", "30", "--concurrency", "2", "--max-tokens", "8",
+               "--max-model-len", "512", "--server-cmd", f"{sys.executable} {FAKE}", "--json"])  # fmt: skip
+    out, err = capsys.readouterr()
+    assert rc == 0, err
+    rec = json.loads(out)["records"][0]
+    assert rec["outcome"] == "ok"
+    log = Path(rec["log_path"])
+    rotated = Path(str(log) + ".1")
+    assert rotated.is_file() and "log rotated" in log.read_text()
+    assert log.stat().st_size + rotated.stat().st_size <= 2 * 256 * 1024 + 65536  # not 4 MiB
+    assert "ADVISOR_GUARD_LOG" not in log.read_text()  # the guard's settings never reach the server
