@@ -161,8 +161,10 @@ class ProbeRecord(BaseModel):
         if self.max_tokens and self.output_tokens > (self.requests + self.requests_failed + self.concurrency) * self.max_tokens:
             raise ValueError(f"output_tokens {self.output_tokens} exceed what {self.requests + self.requests_failed} "
                              f"requests and one wave of {self.concurrency} at max_tokens {self.max_tokens} can generate")
-        if self.throughput_tok_s and self.duration_s and self.output_tokens \
-                and not 0.9 <= self.throughput_tok_s * self.duration_s / self.output_tokens <= 1.1:
+        # throughput = tokens / seconds of the window; duration_s is that window rounded to the millisecond
+        if self.throughput_tok_s and self.duration_s and self.output_tokens and abs(
+                self.throughput_tok_s * self.duration_s - self.output_tokens) > 0.1 * self.output_tokens + \
+                self.throughput_tok_s * 0.0005 + 1:  # fmt: skip
             raise ValueError(f"throughput_tok_s {self.throughput_tok_s:g} disagrees with output_tokens / duration_s "
                              f"= {self.output_tokens} / {self.duration_s:g}")
         return self
