@@ -1,6 +1,6 @@
 """Issue 43 item 5: a full disk never loses a measurement behind a misleading exit 70. ProbeStore.insert no longer
 rolls back a transaction SQLite already ended ("cannot rollback - no transaction is active"): it says "disk full",
-exit 73, and hands the record back; the probe prints that record and keeps every earlier one."""
+exit 73, and hands the record back (StoreWriteError); the probe prints that record and keeps every earlier one."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 
 from advisor.cli.app import main
 from advisor.probe.record import ProbeRecord
-from advisor.probe.store import ProbeStore, StoreFullError
+from advisor.probe.store import ProbeStore, StoreWriteError
 
 ROOT = Path(__file__).resolve().parents[1]
 FAKE = ROOT / "tests" / "vllm_helpers" / "fake_vllm.py"
@@ -34,9 +34,9 @@ def test_insert_on_a_full_disk_says_disk_full_and_returns_the_record(tmp_path):
     with ProbeStore(path) as store:
         store.insert(rec())
         _fill(store)
-        with pytest.raises(StoreFullError, match="disk full") as info:
+        with pytest.raises(StoreWriteError, match="disk full") as info:
             store.insert(rec("suffix:32"))
-        assert info.value.exit_code == 73
+        assert info.value.exit_code == 73 and info.value.disk_full
         assert "no transaction is active" not in str(info.value)
         assert info.value.record.config == "suffix:32"
         assert not store._conn.in_transaction

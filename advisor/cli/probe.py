@@ -15,7 +15,7 @@ def run_spec(spec, *, quiet: bool):
     """Run one campaign into the store, progress on stderr; returns (CampaignResult, store path).
     Ctrl-C keeps every finished configuration (each is committed as it ends) and says how to resume."""
     from advisor.probe.campaign import run_campaign
-    from advisor.probe.store import StoreFullError, open_store
+    from advisor.probe.store import StoreWriteError, open_store
 
     s = settings()
     show_progress = not quiet and sys.stderr.isatty()
@@ -31,7 +31,7 @@ def run_spec(spec, *, quiet: bool):
             say(f"interrupted: {len(probed)} configuration(s) probed in this run are kept in {store.path}; "
                 "rerun the same command to resume")  # fmt: skip
             raise
-        except StoreFullError:
+        except StoreWriteError:
             say(f"{len(probed)} configuration(s) probed in this run before it are kept in {store.path}")
             raise
     return result, store.path

@@ -33,7 +33,7 @@ from advisor.probe.configs import ProbeConfig, probe_decision, probe_flags
 from advisor.probe.load import LoadSpec, mean_in_flight
 from advisor.vllm_facts import DEFAULT_VERSION
 from advisor.probe.record import ProbeRecord
-from advisor.probe.store import StoreFullError
+from advisor.probe.store import StoreWriteError
 
 if TYPE_CHECKING:
     from advisor.probe.corpus import Corpus
@@ -413,7 +413,7 @@ def _run_locked(spec, store, corpus, host, cid, log_dir, *, say, show_progress, 
         )  # fmt: skip
         try:  # the measurement first, then the (larger) responses file: a full disk costs the file, not the record
             store.insert(record)
-        except StoreFullError:
+        except StoreWriteError:
             say(f"[{i}/{len(steps)}] {summary_line(record, vanilla.throughput_tok_s if vanilla else None)}: NOT STORED")
             say(f"the measurement, kept here as one JSON line ({RECORD_LINE_FORMAT}): {record.model_dump_json()}")
             raise

@@ -55,11 +55,13 @@ _COLUMNS = ("id", "campaign_id", "model", "config", "outcome", "gpu", "corpus", 
 _FILTERS = ("model", "campaign_id", "config", "outcome", "gpu", "corpus", "host_fingerprint", "vllm_version")
 
 
-class StoreFullError(OutputError):
-    """A record could not be written (a full disk, an I/O error): exit 73. ``record`` is the measurement that was not
-    stored, for the caller to keep."""
+class StoreWriteError(OutputError):
+    """A record could not be written (a full disk, an I/O error, a lock never released): exit 73. ``record`` is the
+    measurement that was not stored, for the caller to keep; ``disk_full`` says whether SQLite reported SQLITE_FULL."""
 
-    record: ProbeRecord | None = None
+    def __init__(self, message: str, record: ProbeRecord, *, disk_full: bool) -> None:
+        super().__init__(message)
+        self.record, self.disk_full = record, disk_full
 
 
 class ProbeStore:
@@ -218,21 +220,18 @@ class ProbeStore:
             except sqlite3.Error:
                 pass
 
-    def _write_error(self, exc: sqlite3.Error, record: ProbeRecord) -> Exception:
-        """The domain error for a failed write: OutputError (exit 73) naming the disk-full or I/O cause and carrying
-        the record, which the caller keeps (advisor.probe.campaign prints it); any other SQLite error is a DataError."""
-        code = getattr(exc, "sqlite_errorcode", None)
-        primary = code & 0xFF if isinstance(code, int) else None
+    def _write_error(self, exc: sqlite3.Error, record: ProbeRecord) -> StoreWriteError:
+        """The domain error for a failed write, by SQLite's error code: "disk full" for SQLITE_FULL, else the cause;
+        it carries the record, which the caller keeps (advisor.probe.campaign prints it)."""
+        code = getattr(exc, "sqlite_errorcode", None)  # Python 3.11+; on 3.10 the cause is only in the message
+        full = isinstance(code, int) and code & 0xFF == getattr(sqlite3, "SQLITE_FULL", 13)
         what = f"probe record {record.campaign_id}/{record.config} not stored in {self.path}"
-        if primary == sqlite3.SQLITE_FULL or "disk is full" in str(exc):
-            err = StoreFullError(f"disk full: {what} (SQLite: {exc}); free space or pass --data-dir another disk, then "
-                                 "rerun the same command: finished configurations are kept and skipped")  # fmt: skip
-        elif primary in (sqlite3.SQLITE_IOERR, sqlite3.SQLITE_READONLY, sqlite3.SQLITE_CANTOPEN):
-            err = StoreFullError(f"{what}: cannot write ({exc})")
-        else:
-            return DataError(f"{what}: {exc}")
-        err.record = record
-        return err
+        if full:
+            return StoreWriteError(f"disk full: {what} (SQLite: {exc}); free space or pass --data-dir another disk, "
+                                   "then rerun the same command: finished configurations are kept and skipped",
+                                   record, disk_full=True)  # fmt: skip
+        return StoreWriteError(f"{what}: cannot write ({type(exc).__name__}: {exc}); rerun the same command to resume",
+                               record, disk_full=False)  # fmt: skip
 
     def list_records(self, model: str | None = None, **filters: str | None) -> list[ProbeRecord]:
         """Records in insertion order, optionally filtered by exact column values
