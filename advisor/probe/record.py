@@ -7,13 +7,13 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from advisor.model.source import MAX_MODEL_CHARS
+
 
 MAX_TOK_S = 1e8
 """Output tokens per second no server reaches (a fleet of B200s does ~1e6): larger is a corrupt value."""
 MAX_TOKENS_PER_STEP = 65.0
 """1 + the largest K (64): no step emits more."""
-MAX_MODEL_CHARS = 4096
-"""A model id or path longer than this is no model (PATH_MAX is 4096 on Linux; Hugging Face ids are under 100)."""
 _CONFIG_LABEL = re.compile(r"(?:vanilla|(?P<method>suffix|ngram|ngram_gpu|mtp):(?P<k>[1-9][0-9]?))"
                            r"(?:@[a-z_]{1,40}=[^@,\x00-\x1f\x7f]{0,100})*")
 """The labels advisor.probe.configs writes (``ProbeConfig.label``): ``vanilla`` or ``METHOD:K`` (K 1..64), then
