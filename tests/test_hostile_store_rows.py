@@ -43,6 +43,7 @@ HOSTILE_ROWS = {  # name: the row's record_json (the audit's inputs)
     "suffix:-5": SPEC | {"config": "suffix:-5"},
     "spec_drafts -100": SPEC | {"spec_drafts": -100, "spec_draft_tokens": 100, "mean_acceptance_length": 2.0},
     "model of 100,000 characters": SPEC | {"model": "a" * 100_000},
+    "concurrency 10^12": SPEC | {"concurrency": 10**12},  # made calibrate's host profile fit exit 70
 }
 
 
@@ -52,7 +53,8 @@ def test_store_skips_a_row_the_fit_cannot_parse(tmp_path, name):
     with ProbeStore(path) as store:
         store.insert(rec())
         with pytest.raises(Exception):  # refused on write too
-            store.insert(rec().model_copy(update={k: v for k, v in HOSTILE_ROWS[name].items() if k in ("config", "model", "spec_drafts")}))
+            store.insert(rec().model_copy(update={k: v for k, v in HOSTILE_ROWS[name].items()
+                                                  if k in ("config", "model", "spec_drafts", "concurrency")}))  # fmt: skip
     _raw(path, HOSTILE_ROWS[name])
     with ProbeStore(path) as store:
         assert [r.config for r in store.list_records()] == ["vanilla"]
@@ -153,3 +155,22 @@ def test_calibrate_rejects_impossible_rows(run_cli, tmp_path):
     assert code == 0, err
     assert err.count("skipped") == len(IMPOSSIBLE_ROWS)
     assert json.loads(out)["probe_rows"] == 1  # only the good campaign's suffix:32 is fitted
+
+
+@pytest.mark.parametrize("upd", [{"gpu": "NOPE"}, {"throughput_tok_s": 0.0001}, {"concurrency": 1_000_000}],
+                         ids=["unknown GPU", "1e-4 tok/s", "concurrency 10^6"])
+def test_valid_but_unusable_rows_never_stop_an_answer(run_cli, tmp_path, upd):
+    """Rows the store keeps (they are possible) but the fits cannot use: an unknown GPU was exit 2 for every
+    recommend and calibrate; absurd step costs made calibrate's host profile exit 70."""
+    data = tmp_path / "data"
+    with ProbeStore(data / "probes.sqlite") as store:
+        store.insert(rec())
+        store.insert(rec("suffix:32"))
+        store.insert(rec(campaign_id="c2", **upd))
+        store.insert(rec("suffix:32", campaign_id="c2", **upd))
+    code, _, err = run_cli("--data-dir", str(data), "recommend", MODEL, "--gpu", "H100", "--gpus", "1", "--json")
+    assert code == 0, err
+    code, _, err = run_cli("--data-dir", str(data), "calibrate")
+    assert code == 0, err
+    if "gpu" in upd:
+        assert "unknown GPU 'NOPE'" in err

@@ -218,6 +218,8 @@ def _store_host_profiles(records, profile_of) -> dict:
     from advisor.atomic import write_one
     from advisor.predict import host_infer, host_profile
 
+    from pydantic import ValidationError
+
     from advisor.errors import AdvisorError
     from advisor.paths import data_path
 
@@ -234,6 +236,11 @@ def _store_host_profiles(records, profile_of) -> dict:
             fit = host_infer.profile_from_probes(pairs, profile_of, async_pairs=asyncs.get(fp))
         except AdvisorError as exc:  # a probed model the catalog cannot resolve: say so, fit the others
             skipped.append(f"host {fp[:12]}: {exc}")
+            continue
+        except ValidationError as exc:  # costs no host has (HostProfile's bounds): the records say something absurd
+            first = exc.errors()[0]
+            skipped.append(f"host {fp[:12]}: the fitted profile is out of bounds ({'.'.join(map(str, first['loc']))}: "
+                           f"{first['msg']}); check this host's probe records")  # fmt: skip
             continue
         for drafter in ("eager", "compiled"):
             mtp = _mtp_fit(mtp_paired.get(fp, []), profile_of, drafter)

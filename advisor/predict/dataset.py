@@ -116,6 +116,7 @@ def probe_observations(records: Iterable, profile_of: ProfileFn | None = None,
     an id unknown offline) is left out too, never fatal: one row must not stop every answer; ``skipped``, when
     given, gets each such record with the reason."""
     from advisor.errors import AdvisorError
+    from advisor.hardware.gpus import get_gpu
 
     by_campaign: dict[str, list] = {}
     for rec in records:
@@ -136,6 +137,12 @@ def probe_observations(records: Iterable, profile_of: ProfileFn | None = None,
             except AdvisorError as exc:
                 if skipped is not None:
                     skipped.append(f"probe {campaign}/{rec.config} left out of the fit: its model does not resolve: {exc}")
+                continue
+            try:
+                get_gpu(rec.gpu)
+            except AdvisorError as exc:  # a GPU this advisor's table does not know (a newer advisor's row, an edit)
+                if skipped is not None:
+                    skipped.append(f"probe {campaign}/{rec.config} left out of the fit: {exc}")
                 continue
             out.append(Observation(
                 model=rec.model, label=rec.model.split("/")[-1], corpus=rec.corpus, family=family,

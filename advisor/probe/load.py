@@ -27,7 +27,7 @@ LOOPBACK = ("127.0.0.1", "localhost", "::1")
 class LoadSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    concurrency: int = Field(default=32, ge=1)
+    concurrency: int = Field(default=32, ge=1, le=1_000_000)  # ProbeRecord.MAX_CONCURRENCY
     duration_s: float | None = Field(default=120.0, gt=0)
     """Stop issuing and cut in-flight requests after this long; None: only ``max_requests`` bounds it."""
     max_requests: int | None = Field(default=None, ge=1)

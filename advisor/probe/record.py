@@ -18,6 +18,8 @@ _CONFIG_LABEL = re.compile(r"(?:vanilla|(?P<method>suffix|ngram|ngram_gpu|mtp):(
                            r"(?:@[a-z_]{1,40}=[^@,\x00-\x1f\x7f]{0,100})*")
 """The labels advisor.probe.configs writes (``ProbeConfig.label``): ``vanilla`` or ``METHOD:K`` (K 1..64), then
 ``@KEY=VALUE`` overrides. Every reader of ``config`` (the fit, host profiles, evaluations) parses K from it."""
+MAX_CONCURRENCY = 1_000_000
+"""Requests in flight no load runs (advisor.probe.load.LoadSpec shares it); a larger value is a corrupt row."""
 _SLACK = 1e-6
 """Relative slack for the physical bounds below (float counters)."""
 
@@ -50,7 +52,7 @@ class ProbeRecord(BaseModel):
     tensor_parallel_size: int = Field(default=1, ge=1, le=4096)
     corpus: str
     """Corpus name or file path the load came from."""
-    concurrency: int = Field(ge=1)
+    concurrency: int = Field(ge=1, le=MAX_CONCURRENCY)
     duration_s: float = Field(default=0.0, ge=0)
     requests: int = Field(default=0, ge=0)
     output_tokens: int = Field(default=0, ge=0)
