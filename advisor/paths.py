@@ -26,3 +26,14 @@ def data_path(name: str) -> Path:
         f"shipped data folder {name!r} not found under {_PKG / '_data'} or {_PKG.parent}; "
         "reinstall the package (pip install -e . or the wheel)"
     )
+
+
+def user_path(text: str, what: str) -> Path:
+    """``text`` as a path with ``~``/``~user`` expanded; a UsageError naming ``what`` (e.g. ``--corpus``) when the
+    user has no home directory (``~nosuchuser/x``), never Path.expanduser's bare RuntimeError."""
+    from advisor.errors import UsageError
+
+    try:
+        return Path(text).expanduser()
+    except RuntimeError:
+        raise UsageError(f"{what} {text[:200]!r}: no such user's home directory") from None

@@ -25,6 +25,8 @@ CASES = {
     "sse_list": {"error"}, "usage_str": {"error"}, "choices_str": {"error"},
     "warm_hang": {"timeout"}, "metrics_slow": {"error"}, "metrics_huge": {"error"},
     "metrics_esc": {"ok"}, "metrics_garbage": {"error"},
+    # issue 43 item 6: a lying /metrics is recorded as an implausible measurement, never as ok
+    "metrics_x100": {"error"}, "metrics_accept_gt_draft": {"error"}, "metrics_60_per_step": {"error"},
 }  # fmt: skip
 
 
@@ -68,6 +70,10 @@ def test_misbehaving_server_is_recorded_and_the_campaign_goes_on(env, capsys, mo
         assert "warmup_timeout" in recs["suffix:4"]["failure"]
     if mode in ("metrics_slow", "metrics_huge"):
         assert "/metrics" in recs["suffix:4"]["failure"]
+    if mode in ("metrics_x100", "metrics_accept_gt_draft", "metrics_60_per_step"):
+        assert "implausible measurement" in recs["suffix:4"]["failure"], recs["suffix:4"]
+        assert {"metrics_x100": "client", "metrics_accept_gt_draft": "spec_accepted_tokens",
+                "metrics_60_per_step": "tokens_per_step"}[mode] in recs["suffix:4"]["failure"]  # fmt: skip
 
 
 def test_measured_window_is_the_load_not_the_scrapes(env, capsys, monkeypatch):

@@ -218,12 +218,16 @@ def _store_host_profiles(records, profile_of) -> dict:
     from advisor.atomic import write_one
     from advisor.predict import host_infer, host_profile
 
+    from pydantic import ValidationError
+
     from advisor.errors import AdvisorError
     from advisor.paths import data_path
 
     path = settings().data_dir / host_profile.USER_FILE
     profile_of = host_infer.probed_profile_of(data_path("calibration"), profile_of)  # probed dirs known by name too
     fitted, skipped = [], []
+    records, unresolved = _resolvable(records or [], profile_of)
+    skipped += unresolved
     asyncs = host_infer.async_off_pairs(records or [])
     paired = host_infer.probe_pairs(records or [])
     mtp_paired = host_infer.probe_pairs(records or [], methods=("mtp",))
@@ -232,6 +236,11 @@ def _store_host_profiles(records, profile_of) -> dict:
             fit = host_infer.profile_from_probes(pairs, profile_of, async_pairs=asyncs.get(fp))
         except AdvisorError as exc:  # a probed model the catalog cannot resolve: say so, fit the others
             skipped.append(f"host {fp[:12]}: {exc}")
+            continue
+        except ValidationError as exc:  # costs no host has (HostProfile's bounds): the records say something absurd
+            first = exc.errors()[0]
+            skipped.append(f"host {fp[:12]}: the fitted profile is out of bounds ({'.'.join(map(str, first['loc']))}: "
+                           f"{first['msg']}); check this host's probe records")  # fmt: skip
             continue
         for drafter in ("eager", "compiled"):
             mtp = _mtp_fit(mtp_paired.get(fp, []), profile_of, drafter)
@@ -248,6 +257,22 @@ def _store_host_profiles(records, profile_of) -> dict:
         path.parent.mkdir(parents=True, exist_ok=True)
         write_one(path, host_profile.render_rows([host_profile.HostProfile(**f["profile"]) for f in fitted]))
     return {"file": str(path), "profiles": fitted, "skipped": skipped}
+
+
+def _resolvable(records: list, profile_of) -> tuple[list, list[str]]:
+    """(records whose model resolves, one line per model that does not): a probed directory since removed, or a path
+    that is a device or FIFO, leaves its own rows out of the host profile, not the host's other campaigns."""
+    from advisor.errors import AdvisorError
+    from advisor.predict import host_infer
+
+    bad: dict[str, str] = {}
+    for model in {r.model for r in records}:
+        try:
+            host_infer.profile_for_record(model, profile_of)
+        except AdvisorError as exc:
+            bad[model] = str(exc)
+    lines = [f"{sum(r.model == m for r in records)} record(s) of model {m[:200]!r} left out: {why}" for m, why in sorted(bad.items())]
+    return [r for r in records if r.model not in bad], lines
 
 
 def _mtp_fit(pairs, profile_of, drafter: str) -> dict:
@@ -518,6 +543,8 @@ def calibrate_cmd(
 
     records, where = _store_records()
     report = refit_report(records, profile_of, store=where)
+    for line in report["skipped"]:
+        print(f"warning: {line}", file=sys.stderr)
     report["host_profiles"] = _store_host_profiles(records, profile_of)
     from advisor.probe import hostcpu
 

@@ -9,7 +9,7 @@ from advisor import vllm_facts as _vllm
 
 GPU = typer.Option(None, "--gpu", help="GPU model: B200, H200, H100, A100, L40S, MI300X (detected when omitted).")
 GPUS = typer.Option(None, "--gpus", min=1, max=4096, help="GPUs for one server, at most 4096 (detected when omitted).")
-TP = typer.Option(None, "--tp", min=1, help="tensor_parallel_size (default: searched, TP x DP over --gpus).")
+TP = typer.Option(None, "--tp", min=1, max=4096, help="tensor_parallel_size (default: searched, TP x DP over --gpus).")
 CORPUS = typer.Option(
     None, "--corpus",
     help="Traffic: a seed corpus name (sharegpt, wildchat, lmsys, humaneval, mbpp, swebench, mix), a corpus with a published acceptance figure (specbench, blazedit, agenticsql) or a trace file (K̄ is measured from it).",
@@ -47,8 +47,11 @@ MAX_TPOT_MS = typer.Option(None, "--max-tpot-ms", min=0.001, help="Only configur
 MAX_TTFT_MS = typer.Option(None, "--max-ttft-ms", min=0.001, help="Only configurations predicted at or under this time to first token (ms).", rich_help_panel="Layout search")
 REQUEST_RATE = typer.Option(None, "--request-rate", min=0.001, help="Requests per second to serve (open loop): the fewest GPUs that serve it within --max-tpot-ms/--max-ttft-ms.", rich_help_panel="Layout search")
 KV_CACHE_DTYPE = typer.Option("auto", "--kv-cache-dtype", help="KV cache dtype: auto (the model's, vLLM's default), fp8 (half the bytes; numerics change) or search (both, the faster wins).", rich_help_panel="Layout search")
-PROMPT_LEN = typer.Option(1024, "--prompt-len", min=1, help="Prompt tokens per request the figures are predicted for.", rich_help_panel="Layout search")
-OUTPUT_LEN = typer.Option(512, "--output-len", min=1, help="Output tokens per request the figures are predicted for.", rich_help_panel="Layout search")
+MAX_REQUEST_TOKENS = 16_777_216
+"""2^24 tokens: above the longest context any model serves (Llama 4 Scout's 10M); a larger length is no request
+(at 3e8 output tokens every figure rounds to zero)."""
+PROMPT_LEN = typer.Option(1024, "--prompt-len", min=1, max=MAX_REQUEST_TOKENS, help="Prompt tokens per request the figures are predicted for.", rich_help_panel="Layout search")
+OUTPUT_LEN = typer.Option(512, "--output-len", min=1, max=MAX_REQUEST_TOKENS, help="Output tokens per request the figures are predicted for.", rich_help_panel="Layout search")
 VLLM_VERSION = typer.Option(
     None, "--vllm-version", metavar="X.Y",
     help=f"vLLM version the flags and files target: {', '.join(_vllm.versions())} (advisor.vllm_facts). "

@@ -15,7 +15,7 @@ def run_spec(spec, *, quiet: bool):
     """Run one campaign into the store, progress on stderr; returns (CampaignResult, store path).
     Ctrl-C keeps every finished configuration (each is committed as it ends) and says how to resume."""
     from advisor.probe.campaign import run_campaign
-    from advisor.probe.store import open_store
+    from advisor.probe.store import StoreWriteError, open_store
 
     s = settings()
     show_progress = not quiet and sys.stderr.isatty()
@@ -30,6 +30,9 @@ def run_spec(spec, *, quiet: bool):
         except KeyboardInterrupt:
             say(f"interrupted: {len(probed)} configuration(s) probed in this run are kept in {store.path}; "
                 "rerun the same command to resume")  # fmt: skip
+            raise
+        except StoreWriteError:
+            say(f"{len(probed)} configuration(s) probed in this run before it are kept in {store.path}")
             raise
     return result, store.path
 

@@ -67,20 +67,31 @@ def probe_records(settings) -> tuple[list | None, list[str]]:
 
     if not store_path(settings).is_file():
         return None, []
+    from advisor.model.source import local_path_problem
+
     with open_store(settings, busy_timeout_s=2.0) as store:  # a read: never wait on a writer for long
-        return [r for r in store.list_records() if r.outcome == "ok"] or None, store.skipped
+        records, skipped = [r for r in store.list_records() if r.outcome == "ok"], list(store.skipped)
+    problems = {m: local_path_problem(m) for m in {r.model for r in records}}
+    for model, why in sorted((m, w) for m, w in problems.items() if w):  # the fit leaves them out (dataset.probe_observations)
+        n = sum(r.model == model for r in records)
+        skipped.append(f"probe store {store.path}: {n} record(s) of model {model[:200]!r} left out of the fit: {why}")
+    return records or None, skipped
 
 
-def load_user_profiles(settings) -> list:
+def load_user_profiles(settings, skipped: list[str] | None = None) -> list:
     """The host cost profiles ``advisor calibrate`` fitted from this user's probes (data dir), made
-    known to predictions in this process; [] when there are none or the file is unreadable."""
+    known to predictions in this process; [] when there are none or the file is unreadable. A bad row (NaN,
+    infinite or negative costs, a field past the csv limit) is left out, named in ``skipped`` when given."""
     from advisor.predict import host_profile
 
     path = settings.data_dir / host_profile.USER_FILE
+    lost: list[str] = []
     try:
-        rows = host_profile.read_rows(path.read_text(encoding="utf-8")) if path.is_file() else []
-    except (OSError, ValueError, TypeError):
-        rows = []
+        rows = host_profile.read_rows(path.read_text(encoding="utf-8"), lost) if path.is_file() else []
+    except (OSError, ValueError, TypeError) as exc:
+        rows, lost = [], [f"host profiles: unreadable ({type(exc).__name__}: {str(exc)[:200]})"]
+    if skipped is not None:
+        skipped += [f"{path}: {line}" for line in lost]
     host_profile.use_user_profiles(rows)
     return rows
 
@@ -97,7 +108,7 @@ class StorePredictor:
         self.cache_dir: Path = settings.data_dir / "cache"
         self._seen: list[str | None] = []
         self._cpu: list[str | None] = []
-        self.user_profiles = load_user_profiles(settings)
+        self.user_profiles = load_user_profiles(settings, self.skipped)
 
     def fingerprint(self) -> str | None:
         """This machine's host fingerprint (what a probe here records), computed at most once."""

@@ -11,6 +11,8 @@ from advisor.vllm_facts import facts as _vllm
 CudagraphMode = Literal["NONE", "PIECEWISE", "FULL", "FULL_DECODE_ONLY", "FULL_AND_PIECEWISE"]
 """Values of vLLM's ``CompilationConfig.cudagraph_mode`` (vllm/config/compilation.py, CUDAGraphMode)."""
 
+MAX_GPUS = 4096
+"""The most GPUs one server spans (``--gpus`` and ProbeRecord.gpus/tensor_parallel_size share it)."""
 DSA_ENV = {"VLLM_LHC_DSA": "1", "VLLM_LEVER_N9": "1", "VLLM_LHC_DSA_MIN": "65536"}
 """The write-up build's DSA env block (seed README, table 'The six configurations', column dsa_on).
 Upstream vLLM does not read these; they are rendered only when a rule turns ``dsa_env`` on."""
@@ -63,9 +65,9 @@ class Decision(BaseModel):
     """K: the most tokens drafted per step (only with a speculative method)."""
     gpu_memory_utilization: float = Field(default=_vllm().gpu_memory_utilization, gt=0.0, le=0.99)
     """Fraction of each GPU's memory vLLM may use (weights + activations + KV cache)."""
-    tensor_parallel_size: int = Field(default=1, ge=1)
+    tensor_parallel_size: int = Field(default=1, ge=1, le=MAX_GPUS)
     """GPUs one replica is split over."""
-    data_parallel_size: int = Field(default=1, ge=1)
+    data_parallel_size: int = Field(default=1, ge=1, le=MAX_GPUS)
     """Replicas in one server (``--data-parallel-size``); the server uses TP x DP GPUs."""
     pipeline_parallel_size: int = Field(default=1, ge=1)
     """Pipeline stages (``--pipeline-parallel-size``): a replica larger than one node runs TP inside each node x PP

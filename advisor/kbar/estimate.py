@@ -297,6 +297,8 @@ def estimate_kbar(
         raise UsageError(f"--until-ci must be in (0, 1), got {until_ci}")
     if check_every < 1:
         raise UsageError(f"--check-every must be >= 1, got {check_every}")
+    if seed < 0:
+        raise UsageError(f"--seed must be >= 0 (a bootstrap seed), got {seed}")
     if fmt != "auto" and fmt not in FORMATS:
         raise UsageError(f"unknown --format {fmt!r}; expected auto or one of {', '.join(FORMATS)}")
     if not Path(path).is_file():

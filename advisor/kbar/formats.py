@@ -32,13 +32,14 @@ from __future__ import annotations
 import codecs
 import gzip
 import json
+import zlib
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from advisor.errors import UsageError
+from advisor.errors import DataError, UsageError
 
 FORMATS = ("prompt_response", "openai_chat", "sharegpt", "vllm_custom", "generation")
 
@@ -154,10 +155,26 @@ def _sharegpt(rec: dict) -> Iterator[Sample | _Skip]:
     yield from _turns(msgs, "sharegpt")
 
 
+def _status(value: Any) -> int:
+    """An OpenAI Batch output line's HTTP ``status_code`` (absent or null: 200); anything that is not a whole number
+    ("abc", Infinity, a list, true) is 0, which no successful response has."""
+    if value is None:
+        return 200
+    if isinstance(value, bool):
+        return 0
+    if isinstance(value, float):
+        return int(value) if value.is_integer() else 0  # Infinity and NaN are not integers
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and value.strip().isdigit() and len(value.strip()) <= 3:
+        return int(value)
+    return 0
+
+
 def _choice_text(resp: Any) -> str:
     """The first choice's text of an OpenAI response object (chat or completions)."""
     if isinstance(resp, dict) and isinstance(resp.get("body"), dict):  # Batch API output line
-        if int(resp.get("status_code", 200) or 200) >= 400:
+        if not 100 <= _status(resp.get("status_code")) < 400:
             raise _Skip("error_response")
         resp = resp["body"]
     if isinstance(resp, str):
@@ -240,7 +257,8 @@ def _vllm_custom(rec: dict) -> Iterator[Sample | _Skip]:
 
 
 def _ids(value: Any) -> list[int] | None:
-    if isinstance(value, list) and value and all(isinstance(t, int) and not isinstance(t, bool) and t >= 0 for t in value):
+    # int32 like the replay's arrays (and every vocabulary): a larger id is a lying or corrupt file, not a token
+    if isinstance(value, list) and value and all(isinstance(t, int) and not isinstance(t, bool) and 0 <= t < 2**31 for t in value):
         return value
     return None
 
@@ -411,10 +429,24 @@ def _iter_document(fh: IO[bytes], raw: IO[bytes], stats: ReadStats) -> Iterator[
     yield doc
 
 
+_GZIP_ERRORS = (gzip.BadGzipFile, EOFError, zlib.error)
+"""What reading a damaged ``.gz`` raises: not gzip after its magic bytes, cut short (EOFError, which click would
+report as a user's abort, exit 130), or a corrupt deflate stream."""
+
+
+def _gzip_error(path: Path, exc: Exception, stats: ReadStats | None = None) -> DataError:
+    at = f" after {stats.records:,} records" if stats is not None and stats.records else ""
+    why = "is cut short (truncated)" if isinstance(exc, EOFError) else f"is not valid gzip ({exc})"
+    return DataError(f"{path}: the gzip stream {why}{at}; recompress it (gzip -t {path.name} checks a file)")
+
+
 def _container(path: Path) -> str:
     fh, raw = _open(path)
     with raw, fh:
-        head = fh.read(4096).removeprefix(codecs.BOM_UTF8).lstrip()
+        try:
+            head = fh.read(4096).removeprefix(codecs.BOM_UTF8).lstrip()
+        except _GZIP_ERRORS as exc:
+            raise _gzip_error(path, exc) from None
     if head.startswith(b"["):
         return "json_array"
     if head.startswith(b"{"):
@@ -439,12 +471,18 @@ def iter_samples(path: Path | str, fmt: str = "auto", stats: ReadStats | None = 
         # One object: a wrapper with a record list, or a JSONL file whose first line is long.
         fh, raw = _open(path)
         with raw, fh:
-            first = fh.readline()
-            multi = bool(fh.readline().strip())
+            try:
+                first = fh.readline()
+                multi = bool(fh.readline().strip())
+            except _GZIP_ERRORS as exc:
+                raise _gzip_error(path, exc) from None
         stats.container = "jsonl" if multi and first.strip().endswith(b"}") else "json_document"
     readers = {"jsonl": _iter_lines, "json_array": _iter_array, "json_document": _iter_document}
     fh, raw = _open(path)
     with raw, fh:
-        for rec in readers[stats.container](fh, raw, stats):
-            yield from samples_of(rec, fmt, stats)
+        try:
+            for rec in readers[stats.container](fh, raw, stats):
+                yield from samples_of(rec, fmt, stats)
+        except _GZIP_ERRORS as exc:
+            raise _gzip_error(path, exc, stats) from None
         stats.bytes_read = stats.total_bytes

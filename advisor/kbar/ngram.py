@@ -28,7 +28,7 @@ import numpy as np
 
 from advisor.errors import UsageError
 from advisor.vllm_facts import facts as _vllm_facts
-from advisor.kbar.replay import RequestStats, _at_least
+from advisor.kbar.replay import MAX_K, RequestStats, _at_least
 
 DEFAULT_PROMPT_LOOKUP = _vllm_facts().ngram_prompt_lookup
 """vLLM's ``prompt_lookup_min`` = ``prompt_lookup_max`` when neither is set (advisor.vllm_facts, with its source per release)."""
@@ -46,8 +46,10 @@ class NgramConfig:
     """When set, drafts are capped at ``max_model_len - num_tokens`` and none are made past it."""
 
     def __post_init__(self) -> None:
-        if self.num_speculative_tokens < 1:
-            raise UsageError(f"--k must be >= 1, got {self.num_speculative_tokens}")
+        if not 1 <= self.num_speculative_tokens <= MAX_K:
+            raise UsageError(f"--k must be in 1..{MAX_K}, got {self.num_speculative_tokens}")
+        if not (1 <= self.prompt_lookup_min <= MAX_K and 1 <= self.prompt_lookup_max <= MAX_K):
+            raise UsageError(f"--prompt-lookup-min/max must be in 1..{MAX_K}, got {self.prompt_lookup_min}/{self.prompt_lookup_max}")
         if self.prompt_lookup_min < 1 or self.prompt_lookup_max < 1:
             raise UsageError(f"--prompt-lookup-min/max must be >= 1, got {self.prompt_lookup_min}/{self.prompt_lookup_max}")
         if self.prompt_lookup_min > self.prompt_lookup_max:

@@ -50,6 +50,13 @@ INSTALL_HINT = (
 )
 
 
+
+MAX_K = 1024
+"""The largest K ``advisor kbar`` replays: a draft of more tokens than this is no deployment (the probe and the
+store stop at 64); a larger K (e.g. 2^63) would overflow the proposers' C ints and arrays."""
+INT32_MAX = 2**31 - 1
+"""Arctic Inference's SuffixDecodingCache takes C ints (max_tree_depth, max_cached_requests)."""
+
 @dataclass(frozen=True)
 class ReplayConfig:
     """Suffix-decoding parameters; the defaults are vLLM's (vllm/config/speculative.py, 0.32.0)."""
@@ -71,14 +78,16 @@ class ReplayConfig:
 
     def __post_init__(self) -> None:
         # The same bounds vLLM enforces (speculative.py:1611-1630), plus ours.
-        if self.num_speculative_tokens < 1:
-            raise UsageError(f"--k must be >= 1, got {self.num_speculative_tokens}")
-        if self.max_tree_depth < 1:
-            raise UsageError(f"max_tree_depth must be >= 1, got {self.max_tree_depth}")
-        if self.max_cached_requests < 0:
-            raise UsageError(f"max_cached_requests must be >= 0, got {self.max_cached_requests}")
-        if self.max_spec_factor < 0:
-            raise UsageError(f"max_spec_factor must be >= 0, got {self.max_spec_factor}")
+        import math
+
+        if not 1 <= self.num_speculative_tokens <= MAX_K:
+            raise UsageError(f"--k must be in 1..{MAX_K}, got {self.num_speculative_tokens}")
+        if not 1 <= self.max_tree_depth <= INT32_MAX:
+            raise UsageError(f"--max-tree-depth must be in 1..{INT32_MAX} (2^31-1), got {self.max_tree_depth}")
+        if not 0 <= self.max_cached_requests <= INT32_MAX:
+            raise UsageError(f"--max-cached-requests must be in 0..{INT32_MAX} (2^31-1), got {self.max_cached_requests}")
+        if not (math.isfinite(self.max_spec_factor) and self.max_spec_factor >= 0):
+            raise UsageError(f"--max-spec-factor must be a finite number >= 0, got {self.max_spec_factor}")
         if not 0 <= self.min_token_prob <= 1:
             raise UsageError(f"min_token_prob must be in [0, 1], got {self.min_token_prob}")
         if self.concurrency < 1:

@@ -184,7 +184,9 @@ def load_tokenizer(
     """Load the tokenizer named by ``spec`` (see the module doc); ``None`` means the fallback."""
     if spec is None or spec.strip().lower() in BUILTIN_NAMES:
         return _fallback()
-    path = Path(spec).expanduser()
+    from advisor.paths import user_path
+
+    path = user_path(spec, "--tokenizer")
     if path.is_file():
         from tokenizers import Tokenizer
 

@@ -32,11 +32,41 @@ class ResolvedConfig:
     """Catalog metadata (card.yaml) for catalog hits: family, published figures, sources."""
 
 
-def _read_json(path: Path) -> dict:
+MAX_CONFIG_BYTES = 16 * 1024 * 1024
+"""A config.json larger than this is no model config (the largest real ones are a few hundred KiB)."""
+
+
+def _read_text(path: Path) -> str:
+    """The text of a regular file of at most MAX_CONFIG_BYTES: opened without blocking (a FIFO does not wait for a
+    writer), checked with fstat before a byte is read (``/dev/zero`` or a FIFO is refused, never read to the end)."""
+    import stat
+
     try:
-        text = path.read_text(encoding="utf-8")
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
     except OSError as exc:
         raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise ConfigError(f"{path} is not a regular file (a device, FIFO or socket): pass a model directory or its config.json")
+        if st.st_size > MAX_CONFIG_BYTES:
+            raise ConfigError(f"{path} is {st.st_size:,} bytes, more than a model config ({MAX_CONFIG_BYTES:,} at most)")
+        with os.fdopen(fd, "rb") as fh:
+            fd = -1
+            data = fh.read(MAX_CONFIG_BYTES + 1)
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from None
+    finally:
+        if fd >= 0:
+            os.close(fd)
+    if len(data) > MAX_CONFIG_BYTES:
+        raise ConfigError(f"{path} grew past {MAX_CONFIG_BYTES:,} bytes while read: not a model config")
+    return data.decode("utf-8")
+
+
+def _read_json(path: Path) -> dict:
+    try:
+        text = _read_text(path)
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{path} is not UTF-8 text (byte {exc.object[exc.start]:#04x} at offset {exc.start}); "
                           "save it as UTF-8 JSON") from None  # fmt: skip
@@ -99,13 +129,41 @@ def _read_card(path: Path) -> dict:
     return card
 
 
+MAX_MODEL_CHARS = 4096
+"""A model id or path longer than this is neither (PATH_MAX on Linux; Hugging Face ids are under 100 characters)."""
+
+
+def _exists(path: Path) -> bool:
+    """Path.exists without its OSError (a name over NAME_MAX, ENAMETOOLONG) or ValueError (a NUL)."""
+    try:
+        return path.exists()
+    except (OSError, ValueError):
+        return False
+
+
 def _looks_like_path(model: str) -> bool:
     return (
         model.startswith(("/", "./", "../", "~"))
         or model.endswith(".json")
-        or os.sep in model and Path(model).exists()
+        or os.sep in model and _exists(Path(model))
         or (not HF_ID.match(model))
     )
+
+
+def local_path_problem(model: str) -> str | None:
+    """Why ``model``, when it names a local path, cannot be read as a model (no such path, a device, FIFO or
+    socket), by stat alone (nothing is opened); None for a Hugging Face id or a readable-looking path."""
+    if not model.strip() or not _looks_like_path(model.strip()):
+        return None
+    try:
+        path = Path(model.strip()).expanduser()
+        if not _exists(path):
+            return "no such file or directory"
+        if not path.is_dir() and not path.is_file():
+            return "not a directory or a regular file (a device, FIFO or socket)"
+    except (RuntimeError, OSError, ValueError) as exc:  # ~user of no such user, a name too long, a NUL
+        return f"not a usable path ({type(exc).__name__})"
+    return None
 
 
 def _from_path(model: str) -> ResolvedConfig:
@@ -113,8 +171,11 @@ def _from_path(model: str) -> ResolvedConfig:
         path = Path(model).expanduser()
     except RuntimeError:  # ~user of no such user
         raise ModelNotFoundError(f"{model!r}: no such user's home directory (pass a model directory, a config.json, or a Hugging Face id)") from None
-    if not path.exists():
+    if not _exists(path):
         raise ModelNotFoundError(f"{model}: no such file or directory (pass a model directory, a config.json, or a Hugging Face id)")
+    if not path.is_dir() and not path.is_file():
+        raise ModelNotFoundError(f"{model}: not a directory or a regular file (a device, FIFO or socket); pass a model "
+                                 "directory, a config.json, or a Hugging Face id")  # fmt: skip
     if path.is_dir():
         cfg = path / "config.json"
         if not cfg.is_file():
@@ -208,6 +269,9 @@ def resolve_config(model: str, *, catalog_dirs: list[Path] = (), hf_cache_dir: P
     model = model.strip()
     if not model:
         raise ModelNotFoundError("empty model name; pass a Hugging Face id or a path")
+    if len(model) > MAX_MODEL_CHARS:
+        raise ModelNotFoundError(f"a model id or path of {len(model):,} characters ({model[:60]!r}…): longer than any "
+                                 f"path ({MAX_MODEL_CHARS}); pass a Hugging Face id or a path")  # fmt: skip
     if _looks_like_path(model):
         return _from_path(model)
     roots = catalog_roots(list(catalog_dirs))

@@ -106,10 +106,18 @@ def host_state_of(host: dict | None) -> str:
     return "ON" if queues else "OFF"
 
 
-def probe_observations(records: Iterable, profile_of: ProfileFn | None = None) -> list[Observation]:
+def probe_observations(records: Iterable, profile_of: ProfileFn | None = None,
+                       skipped: list[str] | None = None) -> list[Observation]:  # fmt: skip
     """Pair each campaign's ok ``suffix:K`` records with its ok ``vanilla`` record. Records of
     dummy-weight runs are left out: their K̄ and gain are not those of real traffic; so are records
-    without a GPU (a CPU vLLM's gain says nothing about a GPU's, and would be fitted as the seed's B200)."""
+    without a GPU (a CPU vLLM's gain says nothing about a GPU's, and would be fitted as the seed's B200).
+
+    A record whose model no longer resolves (a probed directory since removed, a path that is a device or FIFO,
+    an id unknown offline) is left out too, never fatal: one row must not stop every answer; ``skipped``, when
+    given, gets each such record with the reason."""
+    from advisor.errors import AdvisorError
+    from advisor.hardware.gpus import get_gpu
+
     by_campaign: dict[str, list] = {}
     for rec in records:
         if rec.outcome == "ok" and rec.throughput_tok_s and rec.weights != "dummy" and rec.gpu:
@@ -124,7 +132,18 @@ def probe_observations(records: Iterable, profile_of: ProfileFn | None = None) -
             if not rec.config.startswith("suffix:"):
                 continue
             k = int(rec.config.split(":", 1)[1].split("@", 1)[0] or SEED_K)  # "suffix:8@gmu=0.8" carries overrides
-            family = profile_of(rec.model).family if profile_of else "instruct"
+            try:
+                family = profile_of(rec.model).family if profile_of else "instruct"
+            except AdvisorError as exc:
+                if skipped is not None:
+                    skipped.append(f"probe {campaign}/{rec.config} left out of the fit: its model does not resolve: {exc}")
+                continue
+            try:
+                get_gpu(rec.gpu)
+            except AdvisorError as exc:  # a GPU this advisor's table does not know (a newer advisor's row, an edit)
+                if skipped is not None:
+                    skipped.append(f"probe {campaign}/{rec.config} left out of the fit: {exc}")
+                continue
             out.append(Observation(
                 model=rec.model, label=rec.model.split("/")[-1], corpus=rec.corpus, family=family,
                 host_state=host_state_of(rec.host), gpu=rec.gpu, tp=rec.tensor_parallel_size,
@@ -138,11 +157,19 @@ def default_profile_of(settings=None) -> ProfileFn:
     """load_profile with an in-process cache (bundled catalog resolves the seed models offline)."""
     from advisor.model.load import load_profile
 
-    cache: dict[str, ModelProfile] = {}
+    from advisor.errors import AdvisorError
+
+    cache: dict[str, ModelProfile | AdvisorError] = {}
 
     def profile_of(model: str) -> ModelProfile:
         if model not in cache:
-            cache[model] = load_profile(model, settings)
-        return cache[model]
+            try:
+                cache[model] = load_profile(model, settings)
+            except AdvisorError as exc:  # remembered: a model that does not resolve is not looked up again per row
+                cache[model] = exc
+        hit = cache[model]
+        if isinstance(hit, AdvisorError):
+            raise hit
+        return hit
 
     return profile_of

@@ -263,6 +263,17 @@ def _fit_method(pairs: list[_Pair], profile_of: ProfileFn, base: str, method: st
     return best[1], best[2], concs
 
 
+SOURCE_CAMPAIGNS = 20
+"""Campaign ids a fitted profile's ``source`` names; the rest are counted (25,000 campaigns made a field past the csv
+module's 128 KiB limit, and every later read of host_profiles.csv failed)."""
+
+
+def _campaigns_source(ids: list[str]) -> str:
+    shown = [i if len(i) <= 64 else i[:61] + "..." for i in ids[:SOURCE_CAMPAIGNS]]
+    more = f" and {len(ids) - SOURCE_CAMPAIGNS:,} more ({len(ids):,} in all)" if len(ids) > SOURCE_CAMPAIGNS else ""
+    return "probe store: campaigns " + ", ".join(shown) + more
+
+
 def profile_from_probes(pairs: list[_Pair], profile_of: ProfileFn, base: str = "release",
                         async_pairs: list[tuple] | None = None, plain_floor: bool = True) -> dict:  # fmt: skip
     """The (per-step, per-sequence) cost of each probed method (suffix, n-gram) that reproduces the R
@@ -326,7 +337,7 @@ def profile_from_probes(pairs: list[_Pair], profile_of: ProfileFn, base: str = "
         ngram_step_s=round(na, 6), ngram_per_seq_s=round(nb, 6), async_off_step_s=aa, async_off_per_seq_s=ab,
         plain_floor_step_s=floor["step_s"], plain_floor_per_seq_s=floor["per_seq_s"],
         suffix_run_sigma=noise.get("suffix", {}).get("sigma", 0.0), ngram_run_sigma=noise.get("ngram", {}).get("sigma", 0.0),
-        provenance="; ".join(notes), source="probe store: campaigns " + ", ".join(sorted({p.suf.campaign_id for p in pairs})),
+        provenance="; ".join(notes), source=_campaigns_source(sorted({p.suf.campaign_id for p in pairs})),
     )  # fmt: skip
     fit_name = {"suffix": _method_candidate(base, "suffix", sa, sb), "ngram": _method_candidate(base, "ngram", na, nb)}
     table = [{"campaign": p.suf.campaign_id, "model": p.suf.model, "method": p.method, "concurrency": p.suf.concurrency,

@@ -30,10 +30,15 @@ PROBE_HINT = ("advisor probe MODEL --configs vanilla,suffix:32 --dummy-weights -
 """What measures an unknown host's profile (docs/probe.md)."""
 
 
+MAX_COST_S = 10.0
+"""Seconds of host work per step or per sequence no host has (measured ones are 0.1-10 ms): larger, negative, NaN or
+infinite costs are a corrupt row (they divided by zero and took logs of negatives in predictions)."""
+
+
 class HostProfile(BaseModel):
     """The serialised host work of one host's speculative steps."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     id: str
     aliases: str = ""
@@ -41,19 +46,19 @@ class HostProfile(BaseModel):
     gpu: str
     cpu_model: str
     vllm_version: str
-    suffix_step_s: float
-    suffix_per_seq_s: float
-    ngram_step_s: float
-    ngram_per_seq_s: float
+    suffix_step_s: float = Field(ge=0.0, le=MAX_COST_S)
+    suffix_per_seq_s: float = Field(ge=0.0, le=MAX_COST_S)
+    ngram_step_s: float = Field(ge=0.0, le=MAX_COST_S)
+    ngram_per_seq_s: float = Field(ge=0.0, le=MAX_COST_S)
     provenance: str
     source: str
-    async_off_step_s: float = 0.0
-    async_off_per_seq_s: float = 0.0
+    async_off_step_s: float = Field(default=0.0, ge=0.0, le=MAX_COST_S)
+    async_off_per_seq_s: float = Field(default=0.0, ge=0.0, le=MAX_COST_S)
     """Of the per-step / per-sequence costs above, the share that is vLLM's async scheduling turned off
     (both CPU proposers turn it off: vllm/config/vllm.py), where a ``--no-async-scheduling`` vanilla
     run measured it: a labelled part of each method's cost, not added to it."""
-    plain_floor_step_s: float = 0.0
-    plain_floor_per_seq_s: float = 0.0
+    plain_floor_step_s: float = Field(default=0.0, ge=0.0, le=MAX_COST_S)
+    plain_floor_per_seq_s: float = Field(default=0.0, ge=0.0, le=MAX_COST_S)
     """The host floor of a plain decode step behind ``vllm serve`` (per-step + per-sequence x sequences): the
     host work of one engine step (scheduling, input preparation, output processing, streaming on the same CPU).
     With async scheduling on (vanilla) vLLM overlaps it with the GPU's step, so a plain step costs
@@ -66,15 +71,15 @@ class HostProfile(BaseModel):
     (model, corpus, concurrency, configuration) probed in more than one fresh boot (host_infer.run_to_run_sigma).
     A prediction on this host carries it in its interval: one serving run lands that far from another at the
     same setting. 0: not measured (a profile without repeated probes; the seed rows' residual carries their noise)."""
-    mtp_eager_step_s: float = Field(default=0.0, ge=0.0)
-    mtp_eager_per_draft_s: float = Field(default=0.0, ge=0.0)
+    mtp_eager_step_s: float = Field(default=0.0, ge=0.0, le=MAX_COST_S)
+    mtp_eager_per_draft_s: float = Field(default=0.0, ge=0.0, le=MAX_COST_S)
     """An MTP step of a drafter vLLM runs eagerly (``VllmFacts.mtp_eager_drafters``: no torch.compile, so each
     draft forward is host-bound Python work): seconds the step costs over the verification step of the main model
     at 1 + K tokens, for the first draft and for each further one (per step, whatever the batch: the measured cost
     did not grow with concurrency 1-32). MEASURED from ``mtp:1`` / ``mtp:3`` probes against vanilla
     (advisor.predict.mtp_cost); 0: not measured here (carried from the profiles that measured it)."""
-    mtp_compiled_step_s: float = Field(default=0.0, ge=0.0)
-    mtp_compiled_per_draft_s: float = Field(default=0.0, ge=0.0)
+    mtp_compiled_step_s: float = Field(default=0.0, ge=0.0, le=MAX_COST_S)
+    mtp_compiled_per_draft_s: float = Field(default=0.0, ge=0.0, le=MAX_COST_S)
     """The same for a drafter vLLM compiles (every MTP drafter not in ``VllmFacts.mtp_eager_drafters``:
     DeepSeek-V3/R1, Qwen3-Next): compiled and graph-captured, its step still pays the proposer's per-step host work
     (drafter inputs and attention metadata, the sampled ids' round trip) before the first draft; each further draft is
@@ -142,11 +147,32 @@ def profiles() -> tuple[HostProfile, ...]:
     return _shipped() + tuple(_USER.values()) + tuple(_REGISTERED.values())
 
 
-def read_rows(text: str) -> list[HostProfile]:
-    """Profiles of a host_profiles.csv text."""
+def read_rows(text: str, skipped: list[str] | None = None) -> list[HostProfile]:
+    """Profiles of a host_profiles.csv text. With ``skipped`` a bad row (a NaN, infinite or negative cost, a field
+    over the csv module's 128 KiB limit) is left out and named there; without it, the first one raises ValueError."""
     import io
 
-    return [HostProfile(**row) for row in csv.DictReader(io.StringIO(text))]
+    from pydantic import ValidationError
+
+    out = []
+    reader = csv.DictReader(io.StringIO(text))
+    while True:
+        try:
+            row = next(reader)
+        except StopIteration:
+            return out
+        except csv.Error as exc:  # the rest of the file cannot be parsed past this line
+            if skipped is None:
+                raise ValueError(f"line {reader.line_num}: {exc}") from None
+            skipped.append(f"host profiles: line {reader.line_num} and after left out: {exc}")
+            return out
+        try:
+            out.append(HostProfile(**row))
+        except (ValidationError, TypeError) as exc:
+            if skipped is None:
+                raise
+            first = exc.errors()[0] if isinstance(exc, ValidationError) else {"loc": (), "msg": str(exc)}
+            skipped.append(f"host profiles: line {reader.line_num} left out: {'.'.join(map(str, first['loc']))}: {first['msg']}")
 
 
 def render_rows(rows: list[HostProfile]) -> str:

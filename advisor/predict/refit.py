@@ -16,7 +16,8 @@ def refit_report(records: list, profile_of: ProfileFn, *, store: str = "") -> di
     from advisor.predict.calibrated import fit, inputs_for
 
     seed = seed_observations(replicates=True)
-    probes = probe_observations(records, profile_of)
+    skipped: list[str] = []
+    probes = probe_observations(records, profile_of, skipped)
     before = fit(seed, profile_of)
     after = fit(seed + probes, profile_of) if probes else before
     rows = []
@@ -35,6 +36,7 @@ def refit_report(records: list, profile_of: ProfileFn, *, store: str = "") -> di
         "store": store,
         "seed_rows": len(seed),
         "probe_rows": len(probes),
+        "skipped": skipped,
         "coef_before": dict(zip(("intercept",), (before.intercept,))) | {"sigma_residual": before.sigma_residual},
         "coef_after": dict(zip(("intercept",), (after.intercept,))) | {"sigma_residual": after.sigma_residual},
         "rows": rows,

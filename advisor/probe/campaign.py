@@ -33,6 +33,7 @@ from advisor.probe.configs import ProbeConfig, probe_decision, probe_flags
 from advisor.probe.load import LoadSpec, mean_in_flight
 from advisor.vllm_facts import DEFAULT_VERSION
 from advisor.probe.record import ProbeRecord
+from advisor.probe.store import StoreWriteError
 
 if TYPE_CHECKING:
     from advisor.probe.corpus import Corpus
@@ -238,6 +239,9 @@ def measured_record(base: dict, load, win, cfg: ProbeConfig, vanilla_tput: float
                 "host_loop_ms": cpu.host_loop_ms, "host_loop_cpu_ms": cpu.host_loop_cpu_ms}  # fmt: skip
     ok = load.requests_ok > 0 and win.generation_tokens > 0
     failure = None if ok else "no_output: " + (load.errors[0] if load.errors else "no request finished")
+    lie = implausible_window(load, win, base.get("max_tokens")) if ok else None
+    if lie:  # the server's counters disagree with what the client received: recorded, never fed to calibrate
+        return ProbeRecord(**base, outcome="error", failure=f"probe_error: implausible measurement: {lie}")
     # Without spec-decode counters a spec run's tokens per step is unknown, not 1.
     tps = win.tokens_per_step if cfg.is_vanilla or win.accepted_tokens is not None else None
     try:
@@ -246,6 +250,27 @@ def measured_record(base: dict, load, win, cfg: ProbeConfig, vanilla_tput: float
         first = exc.errors()[0]
         return ProbeRecord(**base, outcome="error", failure=f"probe_error: implausible measurement "
                            f"{'.'.join(map(str, first['loc']))}={first.get('input')!r}: {first['msg']}")  # fmt: skip
+
+
+COUNTER_SLACK = 0.02
+"""Relative slack between the server's generation counter and the client's token counts (a usage block rounds
+nothing, but a request finishing as the window closes may be counted on one side only)."""
+
+
+def implausible_window(load, win, max_tokens: int | None) -> str | None:
+    """Why the server's ``/metrics`` window cannot be what the load produced, or None. The client is the witness:
+    the server cannot have generated fewer tokens than the finished requests' usage blocks report, nor more than
+    every request the client sent could have asked for (``max_tokens`` each: finished, failed and cut at the
+    deadline). The per-step bounds (K̄ within [1, 1 + K], accepted <= drafted) are ProbeRecord's own checks."""
+    gen = win.generation_tokens
+    if load.output_tokens and gen < load.output_tokens * (1 - COUNTER_SLACK):
+        return (f"the server counted {gen:,.0f} generated tokens, fewer than the {load.output_tokens:,} the client "
+                "received in finished requests")  # fmt: skip
+    sent = load.requests_ok + load.requests_failed + load.requests_cut
+    if max_tokens and sent and gen > sent * max_tokens * (1 + COUNTER_SLACK):
+        return (f"the server counted {gen:,.0f} generated tokens, more than the {sent} requests the client sent could "
+                f"produce at max_tokens {max_tokens} ({sent * max_tokens:,}); the client received {load.output_tokens:,}")
+    return None
 
 
 def _measured_record(base, ok, failure, load, win, tps, cfg, vanilla_tput) -> ProbeRecord:
@@ -386,10 +411,15 @@ def _run_locked(spec, store, corpus, host, cid, log_dir, *, say, show_progress, 
             spec, cfg, corpus, cid=cid, host=host, log_dir=log_dir, vanilla_tput=vanilla.throughput_tok_s if vanilla else None,
             show_progress=show_progress, responses=outputs,
         )  # fmt: skip
+        try:  # the measurement first, then the (larger) responses file: a full disk costs the file, not the record
+            store.insert(record)
+        except StoreWriteError:
+            say(f"[{i}/{len(steps)}] {summary_line(record, vanilla.throughput_tok_s if vanilla else None)}: NOT STORED")
+            say(f"the measurement, kept here as one JSON line ({RECORD_LINE_FORMAT}): {record.model_dump_json()}")
+            raise
+        result.probed.append(record)
         if outputs and record.outcome == "ok":
             save_responses(Path(spec.save_responses), cid, cfg.label, spec, corpus, outputs["outputs"], outputs["api"])
-        store.insert(record)
-        result.probed.append(record)
         if _measured_vanilla(record):
             vanilla = record
         say(f"[{i}/{len(steps)}] {summary_line(record, vanilla.throughput_tok_s if vanilla else None)} ({time.monotonic() - t0:.0f}s)")
@@ -401,6 +431,8 @@ def _run_locked(spec, store, corpus, host, cid, log_dir, *, say, show_progress, 
     return result
 
 
+RECORD_LINE_FORMAT = "a ProbeRecord, as the store's record_json"
+"""How a record the store could not take (a full disk) is printed: the store's own JSON of it."""
 RESPONSES_FORMAT = "advisor-probe-responses/1"
 
 

@@ -135,7 +135,9 @@ def _sharegpt(limit: int | None, max_chars: int | None) -> list[Prompt]:
 
 def load_corpus(spec: str, *, limit: int | None = 5000, max_chars: int | None = None) -> Corpus:
     """Prompts of ``spec`` (a path or a built-in name), at most ``limit``, each at most ``max_chars`` long."""
-    path = Path(spec).expanduser()
+    from advisor.paths import user_path
+
+    path = user_path(spec, "--corpus")
     if path.is_file():
         name, prompts = str(path), _read_file(path, limit, max_chars)
     elif spec == "humaneval":

@@ -70,4 +70,10 @@ def read_tail(path, max_bytes: int = 512 * 1024) -> str:
     with p.open("rb") as fh:
         size = fh.seek(0, 2)
         fh.seek(max(0, size - max_bytes))
-        return fh.read().decode("utf-8", errors="replace")
+        text = fh.read()
+    older = Path(str(p) + ".1")  # rotated (advisor.probe.guard.RotatingLog): the tail may begin there
+    if size < max_bytes and older.is_file():
+        with older.open("rb") as fh:
+            fh.seek(max(0, fh.seek(0, 2) - (max_bytes - size)))
+            text = fh.read() + text
+    return text.decode("utf-8", errors="replace")

@@ -36,18 +36,77 @@ def _stop_group(signum: int, _frame) -> None:
     os.killpg(pgid, signal.SIGKILL)  # the guard included
 
 
+LOG_ENV = "ADVISOR_GUARD_LOG"
+"""The server's log file: with it the guard copies the server's stdout+stderr there, capped and rotated."""
+LOG_MAX_ENV = "ADVISOR_GUARD_LOG_MAX_BYTES"
+MIN_LOG_BYTES = 64 * 1024
+
+
+class RotatingLog:
+    """``path`` written up to ``max_bytes``; then it becomes ``path.1`` (the previous ``.1`` is dropped) and a new
+    ``path`` starts. A server that prints without end leaves at most about 2 x ``max_bytes`` (issue 43: a server
+    printing 200 MB left a 205 MB log and no room for the measurement)."""
+
+    def __init__(self, path: str, max_bytes: int) -> None:
+        self.path, self.max_bytes = path, max(MIN_LOG_BYTES, max_bytes)
+        self.fh = open(path, "ab", buffering=0)  # noqa: SIM115 - closed in close()
+        self.size = self.fh.seek(0, 2)
+
+    def write(self, data: bytes) -> None:
+        if self.size + len(data) > self.max_bytes and self.size:
+            self.fh.close()
+            os.replace(self.path, self.path + ".1")
+            self.fh = open(self.path, "ab", buffering=0)  # noqa: SIM115
+            self.fh.write(f"# advisor probe: log rotated at {self.max_bytes:,} bytes; the earlier part is "
+                          f"{os.path.basename(self.path)}.1\n".encode())  # fmt: skip
+            self.size = self.fh.tell()
+        try:
+            self.fh.write(data)
+            self.size += len(data)
+        except OSError:  # a full disk: the server's output is dropped, the server and the measurement go on
+            pass
+
+    def close(self) -> None:
+        self.fh.close()
+
+
+def _copy(fd: int, log: RotatingLog) -> None:
+    while True:
+        try:
+            data = os.read(fd, 65536)
+        except OSError:
+            return
+        if not data:
+            return
+        log.write(data)
+
+
 def main(argv: list[str]) -> int:
     if not argv:
         print("usage: python -m advisor.probe.guard PROGRAM [ARGS...]", file=sys.stderr)
         return 2
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, _stop_group)
+    env = dict(os.environ)
+    log_path, max_bytes = env.pop(LOG_ENV, None), env.pop(LOG_MAX_ENV, None)  # never the server's business
     try:
-        child = subprocess.Popen(argv)
+        if log_path:
+            child = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        else:
+            child = subprocess.Popen(argv, env=env)
     except OSError as exc:
         print(f"advisor probe guard: cannot start {argv[0]}: {exc}", file=sys.stderr, flush=True)
         return 127
+    copier = None
+    if log_path:
+        import threading
+
+        log = RotatingLog(log_path, int(max_bytes or 16 * 2**20))
+        copier = threading.Thread(target=_copy, args=(child.stdout.fileno(), log), daemon=True)
+        copier.start()
     rc = child.wait()
+    if copier is not None:
+        copier.join(timeout=2.0)  # a grandchild may hold the pipe open: the guard does not wait for it
     return 128 - rc if rc < 0 else rc  # killed by signal N: 128 + N, as a shell reports it
 
 

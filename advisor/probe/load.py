@@ -27,7 +27,7 @@ LOOPBACK = ("127.0.0.1", "localhost", "::1")
 class LoadSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    concurrency: int = Field(default=32, ge=1)
+    concurrency: int = Field(default=32, ge=1, le=1_000_000)  # ProbeRecord.MAX_CONCURRENCY
     duration_s: float | None = Field(default=120.0, gt=0)
     """Stop issuing and cut in-flight requests after this long; None: only ``max_requests`` bounds it."""
     max_requests: int | None = Field(default=None, ge=1)
@@ -172,7 +172,9 @@ def _kept_ids(chunk: dict, prompt_ids: list[int] | None, ids: list[int] | None, 
     prompt's ids at the top of the first chunk, completions: in its choice; each choice's new
     ``token_ids``) and the ``finish_reason``. Malformed parts are ignored, never raised on."""
     def _int_list(v: object) -> list[int] | None:
-        return v if isinstance(v, list) and all(isinstance(t, int) and not isinstance(t, bool) for t in v) else None
+        # token ids are int32 (every vocabulary; advisor kbar's arrays): a larger or negative id is a lying server
+        return v if isinstance(v, list) and all(isinstance(t, int) and not isinstance(t, bool) and 0 <= t < 2**31
+                                                for t in v) else None  # fmt: skip
 
     prompt_ids = _int_list(chunk.get("prompt_token_ids")) or prompt_ids
     choices = chunk.get("choices")

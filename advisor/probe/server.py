@@ -225,6 +225,10 @@ def _warm_up(client, base_url: str, model: str, api: str, deadline: float | None
     raise ProbeError("; ".join(errors))
 
 
+LOG_MAX_BYTES = 16 * 2**20
+"""A server log is rotated past this (advisor.probe.guard.RotatingLog: the log and one ``.1``, about 32 MiB in all)."""
+
+
 @contextlib.contextmanager
 def running_server(
     argv: list[str],
@@ -251,7 +255,10 @@ def running_server(
     full = [*argv, "--host", HOST, "--port", str(port)]
     base_url = f"http://{HOST}:{port}"
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    proc_env = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}
+    from advisor.probe.guard import LOG_ENV, LOG_MAX_ENV
+
+    proc_env = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {}),
+                LOG_ENV: str(log_path), LOG_MAX_ENV: str(LOG_MAX_BYTES)}  # the guard caps and rotates the log  # fmt: skip
     t0 = time.monotonic()
     with log_path.open("ab") as log:
         log.write(f"# advisor probe: {' '.join(full)}\n".encode())

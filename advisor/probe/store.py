@@ -19,7 +19,7 @@ from pathlib import Path
 from urllib.parse import quote
 from typing import TYPE_CHECKING
 
-from advisor.errors import DataError
+from advisor.errors import DataError, OutputError
 from advisor.probe.record import ProbeRecord
 
 if TYPE_CHECKING:
@@ -53,6 +53,15 @@ CREATE INDEX IF NOT EXISTS probes_host ON probes (host_fingerprint);
 _COLUMNS = ("id", "campaign_id", "model", "config", "outcome", "gpu", "corpus", "concurrency", "throughput_tok_s",
             "host_fingerprint", "vllm_version", "started_at", "record_json")
 _FILTERS = ("model", "campaign_id", "config", "outcome", "gpu", "corpus", "host_fingerprint", "vllm_version")
+
+
+class StoreWriteError(OutputError):
+    """A record could not be written (a full disk, an I/O error, a lock never released): exit 73. ``record`` is the
+    measurement that was not stored, for the caller to keep; ``disk_full`` says whether SQLite reported SQLITE_FULL."""
+
+    def __init__(self, message: str, record: ProbeRecord, *, disk_full: bool) -> None:
+        super().__init__(message)
+        self.record, self.disk_full = record, disk_full
 
 
 class ProbeStore:
@@ -161,7 +170,7 @@ class ProbeStore:
                 )
             conn.execute("COMMIT")
         except BaseException:
-            conn.execute("ROLLBACK")
+            self._rollback()
             raise
 
     @property
@@ -196,10 +205,33 @@ class ProbeStore:
                 ),
             )  # fmt: skip
             conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
+        except BaseException as exc:
+            self._rollback()  # SQLite has already rolled back after SQLITE_FULL/IOERR: never mask the cause
+            if isinstance(exc, sqlite3.Error):
+                raise self._write_error(exc, record) from None
             raise
         return int(cur.lastrowid)
+
+    def _rollback(self) -> None:
+        """ROLLBACK when a transaction is still open (SQLite ends it by itself on a full disk or an I/O error)."""
+        if self._conn.in_transaction:
+            try:
+                self._conn.execute("ROLLBACK")
+            except sqlite3.Error:
+                pass
+
+    def _write_error(self, exc: sqlite3.Error, record: ProbeRecord) -> StoreWriteError:
+        """The domain error for a failed write, by SQLite's error code: "disk full" for SQLITE_FULL, else the cause;
+        it carries the record, which the caller keeps (advisor.probe.campaign prints it)."""
+        code = getattr(exc, "sqlite_errorcode", None)  # Python 3.11+; on 3.10 the cause is only in the message
+        full = isinstance(code, int) and code & 0xFF == getattr(sqlite3, "SQLITE_FULL", 13)
+        what = f"probe record {record.campaign_id}/{record.config} not stored in {self.path}"
+        if full:
+            return StoreWriteError(f"disk full: {what} (SQLite: {exc}); free space or pass --data-dir another disk, "
+                                   "then rerun the same command: finished configurations are kept and skipped",
+                                   record, disk_full=True)  # fmt: skip
+        return StoreWriteError(f"{what}: cannot write ({type(exc).__name__}: {exc}); rerun the same command to resume",
+                               record, disk_full=False)  # fmt: skip
 
     def list_records(self, model: str | None = None, **filters: str | None) -> list[ProbeRecord]:
         """Records in insertion order, optionally filtered by exact column values

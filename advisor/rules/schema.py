@@ -124,9 +124,15 @@ class Then(BaseModel):
     @field_validator("env")
     @classmethod
     def _env_names(cls, env: dict[str, str] | None) -> dict[str, str] | None:
-        for name in env or {}:
+        """Only the names advisor.rules.env_policy allows (vLLM/CUDA/NCCL/PyTorch tuning); the rest is refused with why."""
+        from advisor.rules.env_policy import refusal
+
+        for name, value in (env or {}).items():
             if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
                 raise ValueError(f"env name {name!r} is not a valid variable name")
+            why = refusal(name, value)
+            if why:
+                raise ValueError(f"env {name} may not be set by a rule: {why}")
         return env
 
 

@@ -18,8 +18,9 @@ FAKE_MISBEHAVE (with FAKE_MISBEHAVE_ONLY=spec: only a server given --speculative
 malformed answer: version_list, version_int (/version), models_str, models_list, models_empty
 (/v1/models), sse_list, usage_str, choices_str (the streamed chunks), warm_hang (completions never
 answer), metrics_slow (one byte a second), metrics_huge (an endless body), metrics_esc (terminal
-escapes and bidi controls in /metrics), metrics_garbage.
-Environment: FAKE_BOOT_S (delay before /health is 200, default 0.2), FAKE_TOKEN_S (time per token,
+escapes and bidi controls in /metrics), metrics_garbage, metrics_x100 (the generation counter x100),
+metrics_accept_gt_draft (more tokens accepted than drafted), metrics_60_per_step (~60 tokens per step at any K).
+Environment: FAKE_LOG_SPAM_BYTES (bytes printed at start), FAKE_BOOT_S (delay before /health is 200, default 0.2), FAKE_TOKEN_S (time per token,
 default 0.002), FAKE_TOKENS (tokens per response when max_tokens is larger, default 16),
 FAKE_SPEC_STEP_COST (cost R of a speculative step that emits two tokens, in plain-token times;
 default 2: suffix no faster than vanilla; 1.25: suffix ≈ 1.6x faster), FAKE_SPIN (set: a child process spins
@@ -61,6 +62,11 @@ def main() -> int:
     tokens_per_reply = int(os.environ.get("FAKE_TOKENS", "16"))
     step_cost = float(os.environ.get("FAKE_SPEC_STEP_COST", "2"))
     print(f"fake vLLM {kind} on {args.host}:{args.port} spec={spec}", flush=True)
+    spam = int(os.environ.get("FAKE_LOG_SPAM_BYTES", "0"))  # a server that prints without end (issue 43 item 5)
+    while spam > 0:
+        sys.stdout.write("x" * 1023 + "\n")
+        spam -= 1024
+    sys.stdout.flush()
     if os.environ.get("FAKE_SPIN"):  # reaped with the process group, as the real EngineCore is
         subprocess.Popen([sys.executable, "-c", "while True: pass"])
     if kind == "broken" or args.gpu_memory_utilization < 0.2:
@@ -126,7 +132,7 @@ def main() -> int:
                 self.send_response(200)
                 self.send_header("Content-Type", "text/plain")
                 self.end_headers()
-                self.wfile.write(metrics_text(model, spec is not None, k).encode())
+                self.wfile.write(metrics_text(model, spec is not None, k, bad).encode())
             elif self.path == "/stats":
                 with LOCK:
                     self._json(200, dict(STATE))
@@ -205,10 +211,17 @@ def main() -> int:
     return 0
 
 
-def metrics_text(model: str, spec: bool, k: int) -> str:
+def metrics_text(model: str, spec: bool, k: int, bad: str = "") -> str:
     labels = f'engine="0",model_name="{model}"'
     with LOCK:
         s = dict(STATE)
+    if bad == "metrics_x100":
+        s["gen"] *= 100
+    elif bad == "metrics_accept_gt_draft":
+        s["accepted"] = 2 * s["draft_tokens"] + 10
+    elif bad == "metrics_60_per_step":  # drafts and acceptance consistent with K, but 60 tokens per step
+        s["accepted"] = s["draft_tokens"] = s["gen"] * 59 // 60
+        s["drafts"] = -(-s["draft_tokens"] // max(1, k))
     out = [
         "# HELP vllm:generation_tokens_total Number of generation tokens processed.",
         "# TYPE vllm:generation_tokens_total counter",
