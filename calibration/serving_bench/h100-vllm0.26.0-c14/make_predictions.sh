@@ -6,7 +6,8 @@
 # predictions.json. Each model boots ONCE with the flags of its higher-load answer; the lower-load answer
 # runs on that server (see README.md: its flags differ only in --max-num-seqs).
 set -euo pipefail
-D=calibration/serving_bench/h100-vllm0.26.0-c14
+GPU=${GPU:-H100}   # H200: the fallback set, used only if the session gets an H200 instead of an H100
+D=calibration/serving_bench/$(echo $GPU | tr A-Z a-z)-vllm0.26.0-c14
 [ -z "$(git status --porcelain -- advisor rules catalog)" ] || { echo "dirty advisor/rules/catalog: refuse" >&2; exit 1; }
 mkdir -p $D/answers
 # id model max-tpot-ms role(boot|ride) boot-id
@@ -18,14 +19,22 @@ q30-fp8-t25 Qwen/Qwen3-30B-A3B-FP8 25 boot q30-fp8-t25
 q30-fp8-t15 Qwen/Qwen3-30B-A3B-FP8 15 ride q30-fp8-t25
 dsv2l-t20 deepseek-ai/DeepSeek-V2-Lite 20 boot dsv2l-t20
 dsv2l-t15 deepseek-ai/DeepSeek-V2-Lite 15 ride dsv2l-t20"
+[ $GPU = H200 ] && ANSWERS="l8-bf16-t25 meta-llama/Llama-3.1-8B-Instruct 25 boot l8-bf16-t25
+l8-bf16-t12 meta-llama/Llama-3.1-8B-Instruct 12 ride l8-bf16-t25
+l8-fp8-t20 RedHatAI/Meta-Llama-3.1-8B-Instruct-FP8 20 boot l8-fp8-t20
+l8-fp8-t12 RedHatAI/Meta-Llama-3.1-8B-Instruct-FP8 12 ride l8-fp8-t20
+q30-fp8-t20 Qwen/Qwen3-30B-A3B-FP8 20 boot q30-fp8-t20
+q30-fp8-t12 Qwen/Qwen3-30B-A3B-FP8 12 ride q30-fp8-t20
+dsv2l-t15 deepseek-ai/DeepSeek-V2-Lite 15 boot dsv2l-t15
+dsv2l-t12 deepseek-ai/DeepSeek-V2-Lite 12 ride dsv2l-t15"
 echo "$ANSWERS" > $D/answers/list.txt
 while read -r id model t role boot; do
-  args=(recommend "$model" --gpu H100 --gpus 1 --vllm-version 0.26 --prompt-len 1024 --output-len 512 --max-tpot-ms "$t")
+  args=(recommend "$model" --gpu $GPU --gpus 1 --vllm-version 0.26 --prompt-len 1024 --output-len 512 --max-tpot-ms "$t")
   echo "python3 -m advisor ${args[*]}" > $D/answers/$id.cmd
   python3 -m advisor "${args[@]}" --json > $D/answers/$id.json
   python3 -m advisor "${args[@]}" > $D/answers/$id.txt
 done <<< "$ANSWERS"
-python3 - "$D" "$(git rev-parse HEAD)" <<'PY'
+python3 - "$D" "$(git rev-parse HEAD)" "$GPU" <<'PY'
 import json, sys, re
 from pathlib import Path
 D, commit = Path(sys.argv[1]), sys.argv[2]
@@ -58,7 +67,7 @@ for i, model, tmax, role, boot in rows:
                         "num_gpu_blocks": m["num_gpu_blocks"], "kv_cache_gib": m["terms_gib"]["kv_cache"]},
         "figure_notes": p["figure_notes"],
     })
-meta = {"campaign": "c14", "issue": 40, "step": "5, first pass", "gpu": "H100 (nvidia-h100-x1)", "vllm": "0.26.0",
+meta = {"campaign": "c14", "issue": 40, "step": "5, first pass", "gpu": sys.argv[3], "vllm": "0.26.0",
         "advisor_commit": commit, "weights": "dummy (--load-format dummy)", "tokenizer": "word-level, vocab = config vocab_size (device/mktok.py)",
         "bench": "vllm bench serve --backend vllm --dataset-name random --random-input-len 1024 --random-output-len 512 "
                  "--ignore-eos --max-concurrency C --num-prompts 3C (closed loop, request rate inf)",

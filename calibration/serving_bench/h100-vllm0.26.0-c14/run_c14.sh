@@ -20,6 +20,11 @@ PLAN="l8-bf16-t30 Llama-3.1-8B-Instruct 192 300 l8-bf16-t30:192,l8-bf16-t15:64
 q30-fp8-t25 Qwen3-30B-A3B-FP8 192 420 q30-fp8-t25:192,q30-fp8-t15:48
 dsv2l-t20 DeepSeek-V2-Lite 192 330 dsv2l-t20:192,dsv2l-t15:64
 l8-fp8-t25 Meta-Llama-3.1-8B-Instruct-FP8 192 270 l8-fp8-t25:192,l8-fp8-t12:64"
+# fallback set (predictions in ../h200-vllm0.26.0-c14/), used only when the machine is an H200
+nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200 && PLAN="l8-bf16-t25 Llama-3.1-8B-Instruct 192 300 l8-bf16-t25:192,l8-bf16-t12:64
+q30-fp8-t20 Qwen3-30B-A3B-FP8 192 420 q30-fp8-t20:192,q30-fp8-t12:64
+dsv2l-t15 DeepSeek-V2-Lite 192 330 dsv2l-t15:192,dsv2l-t12:64
+l8-fp8-t20 Meta-Llama-3.1-8B-Instruct-FP8 192 270 l8-fp8-t20:192,l8-fp8-t12:96"
 
 while read -r boot dir seqs need loads; do
   left=$(( DEADLINE - $(date +%s) ))
