@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import statistics
 import sys
 from pathlib import Path
 
@@ -40,7 +41,7 @@ def main() -> int:
     d = Path(sys.argv[1])
     pre = json.loads((d / "predictions.json").read_text())
     gpu = "H200" if "H200" in pre["gpu"] else "H100"
-    rows, errs = [], {"tpot": [], "ttft": [], "toks": [], "b_tpot": [], "b_ttft": [], "b_toks": []}
+    errs: dict[str, list[float]] = {"tpot": [], "ttft": [], "toks": [], "b_tpot": [], "b_ttft": [], "b_toks": []}
     print(f"# {d.name}: advisor {pre['advisor_commit'][:10]}, {pre['gpu']}, vLLM {pre['vllm']}\n")
     print("| id | role | C | completed | TPOT ms pred [band] / meas mean (p50) | ln | in band | SLA T | held "
           "| TTFT ms pred [band] / meas mean (p50) | ln | out tok/s pred [band] / meas | ln | baseline ln TPOT / TTFT / tok/s |")
@@ -60,7 +61,8 @@ def main() -> int:
         bl = {"tpot": math.log(meas["tpot"] / b["tpot_ms"]), "ttft": math.log(meas["ttft"] / b["ttft_ms"]),
               "toks": math.log(meas["toks"] / b["tok_s"])}
         for k in meas:
-            errs[k].append(ln[k]); errs["b_" + k].append(bl[k])
+            errs[k].append(ln[k])
+            errs["b_" + k].append(bl[k])
         inb = lambda k: "yes" if pred[k]["low"] <= meas[k] <= pred[k]["high"] else "no"  # noqa: E731
         band = lambda k, fmt: f"{pred[k]['value']:{fmt}} [{pred[k]['low']:{fmt}}, {pred[k]['high']:{fmt}}]"  # noqa: E731
         T = a["sla"]["max_tpot_ms"]
@@ -74,9 +76,19 @@ def main() -> int:
     for k, name in (("tpot", "TPOT"), ("ttft", "TTFT"), ("toks", "out tok/s")):
         if errs[k]:
             e, be = errs[k], errs["b_" + k]
-            mad = sorted(abs(x) for x in e)[len(e) // 2]
-            print(f"- {name}: advisor median ln {sorted(e)[len(e) // 2]:+.3f}, median |ln| {mad:.3f}, max |ln| "
-                  f"{max(abs(x) for x in e):.3f} (n={len(e)}); baseline median |ln| {sorted(abs(x) for x in be)[len(be) // 2]:.3f}")
+            med, mad = statistics.median(e), statistics.median(abs(x) for x in e)
+            print(f"- {name}: advisor median ln {med:+.3f}, median |ln| {mad:.3f}, max |ln| {max(abs(x) for x in e):.3f} "
+                  f"(n={len(e)}); baseline median |ln| {statistics.median(abs(x) for x in be):.3f}")
+    print("\nDiagnostic (not pre-registered): the predicted decode step (`prediction.step_ms`, no prefill in it) vs the "
+          "measured median ITL (most steps of a closed-loop wave carry no prefill chunk)\n")
+    print("| id | C | step ms pred | median ITL ms | ln | mean TPOT - median ITL (ms) |")
+    print("|---|---|---|---|---|---|")
+    for a in pre["answers"]:
+        f = d / "results" / f"{a['id']}.json"
+        if f.exists():
+            r, s = json.loads(f.read_text()), a["predicted"]["step_ms"]["value"]
+            print(f"| {a['id']} | {a['concurrency']} | {s:.2f} | {r['median_itl_ms']:.2f} | {math.log(r['median_itl_ms'] / s):+.3f} "
+                  f"| {r['mean_tpot_ms'] - r['median_itl_ms']:.2f} |")
     print("\n| boot | predicted KV tokens | vLLM 'GPU KV cache size' | ln |")
     print("|---|---|---|---|")
     for a in pre["answers"]:
