@@ -387,11 +387,17 @@ def _judge_closed(pts, query: LayoutQuery, lay, step_of, gain_of, cp: float, kv_
     from advisor.plan import operating_point as op
     from advisor.predict.closed_loop import bench_prompts, simulate
 
+    from advisor.predict.closed_loop import MAX_SIMULATED_IN_FLIGHT
+
     while True:
         pt = op.best(pts, query.objective, query.output_len)
         if pt is None:
             return
         per = -(-(pt.concurrency or pt.max_num_seqs * lay.dp) // lay.dp)
+        if per > MAX_SIMULATED_IN_FLIGHT:
+            pt.feasible, pt.why_not = False, (f"closed loop of {per} requests per replica: beyond what the simulation plays "
+                                              f"({MAX_SIMULATED_IN_FLIGHT}); pass --arrival poisson to judge it on Poisson arrivals")  # fmt: skip
+            continue
         g = gain_of(pt.figures.running_per_replica)
         run = simulate(step_of, prefill_token_s=cp, prompt_len=query.prompt_len, output_len=query.output_len,
                        concurrency=per, num_prompts=bench_prompts(per), max_num_seqs=pt.max_num_seqs,
@@ -424,10 +430,10 @@ def closed_loop_figures(p: ModelProfile, gpu: GpuSpec, c: Candidate, query: Layo
     mid, fast and slow ends (step ±STEP_BAND, prefill ±PREFILL_BAND, the gain's interval), per replica at
     ceil(C / DP), host tok/s over the busy replicas. None for a multi-node (PP) replica or no figures."""
     from advisor.predict.absolute import PREFILL_BAND, STEP_BAND, decode_step, prefill_marginal
-    from advisor.predict.closed_loop import bench_prompts, simulate
+    from advisor.predict.closed_loop import MAX_SIMULATED_IN_FLIGHT, bench_prompts, simulate
     from advisor.predict.serving import busy_replicas
 
-    if c.figures is None or c.pipeline or concurrency < 1:
+    if c.figures is None or c.pipeline or concurrency < 1 or -(-concurrency // c.layout.dp) > MAX_SIMULATED_IN_FLIGHT:
         return None
     pk = kv_fp8_profile(p) if c.kv_cache_dtype == "fp8" else p
     lay = c.layout

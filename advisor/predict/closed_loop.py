@@ -45,6 +45,9 @@ def bench_prompts(in_flight: float) -> int:
     return max(LIFETIMES * math.ceil(max(1.0, in_flight)), MIN_PROMPTS)
 
 
+MAX_SIMULATED_IN_FLIGHT = 4096
+"""Most requests in flight per replica the simulation plays (a closed loop beyond it is not simulated: None)."""
+
 CLIENT_OVERHEAD_S = 0.0
 """ASSUMED: per-request time the client and vLLM's API server add before the engine sees a request."""
 
