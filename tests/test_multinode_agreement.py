@@ -40,7 +40,9 @@ def test_recommend_render_summary_and_files_agree(run_cli, tmp_path, model, gpu,
     (exec_line,) = [v for _, k, v in sd.directives(unit) if k == "ExecStart"]
     argv = sd.exec_argv(exec_line)
     tp, pp = int(_flag(argv, "--tensor-parallel-size")), int(_flag(argv, "--pipeline-parallel-size") or 1)
-    assert tp * pp * d["data_parallel_size"] == d["tensor_parallel_size"] * d["data_parallel_size"]
+    # the decision carries the layout that runs (issue 39): TP per node, PP across nodes
+    assert (tp, pp) == (d["tensor_parallel_size"], d["pipeline_parallel_size"]) and d["nodes"] == pp
+    assert tp * pp * d["data_parallel_size"] == int(gpus) or pp == 1
     assert tp <= 8  # every pipeline stage inside one node of 8
     if pp > 1:
         assert d["data_parallel_size"] == 1

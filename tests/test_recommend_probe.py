@@ -74,10 +74,11 @@ def test_a_prediction_carried_by_fitted_terms_is_unsure():
 
 
 def test_recommend_prints_why_a_fitted_prediction_is_unsure(run_cli):
-    """On the seed host a Llama model's suffix gain carries the Llama-instruct term (x1.3 or more): the decision
-    is launched as the rules say and the Why line and the plan say the fit is what carries it."""
+    """On the seed host a Llama model's suffix gain carries the Llama-instruct term (x1.3 or more) on a corpus whose K̄
+    is the seed sweep's own (mbpp: no own-output or published prior, so no seed-host K̄ term offsets it): the Why line
+    and the plan say the fit is what carries it."""
     code, out, err = run_cli("recommend", "meta-llama/Llama-3.1-8B-Instruct", "--gpu", "B200", "--gpus", "8", "--corpus",
-                             "humaneval", "--json")  # fmt: skip
+                             "mbpp", "--json")  # fmt: skip
     assert code == 0, err
     rec = json.loads(out)
     ff = rec["prediction"]["decomposition"]["fitted_factor"]

@@ -222,8 +222,10 @@ def test_k8s_multinode_is_a_leaderworkerset_whose_pods_validate_and_run(tmp_path
     run = [*leader["command"], *(_unk8s(a) for a in leader["args"])]
     assert subprocess.run(run, env=env, capture_output=True, timeout=60).returncode == 0
     argv = json.loads(report.read_text())["argv"]
-    assert argv == ["serve", "org/model", *serve_flags(D16.model_copy(update={"tensor_parallel_size": 8})),
-                    "--pipeline-parallel-size", "2", "--distributed-executor-backend", "ray", "--host", "0.0.0.0", "--port", "8000"]  # fmt: skip
+    head = D16.model_copy(update={"tensor_parallel_size": 8, "pipeline_parallel_size": 2, "nodes": 2,
+                                  "distributed_executor_backend": "ray"})  # the decision as it runs (issue 39)
+    assert argv == ["serve", "org/model", *serve_flags(head), "--host", "0.0.0.0", "--port", "8000"]
+    assert argv.count("--pipeline-parallel-size") == 1 and argv[argv.index("--pipeline-parallel-size") + 1] == "2"
     assert worker["args"][-1] == "$(LWS_LEADER_ADDRESS)"  # the one reference Kubernetes must expand
     run = [*worker["command"], *(_unk8s(a) for a in worker["args"][:-1]), "10.1.2.3"]
     assert subprocess.run(run, env=env, capture_output=True, timeout=60).returncode == 0
