@@ -81,6 +81,7 @@ def simulate(step_of: Callable[[int], float], *, prefill_token_s: float, prompt_
     sent = first
     # running request: [arrival, prefill_left, emitted, first_token_time]
     running: list[list[float]] = []
+    prefilling = 0  # running requests whose prompt is not yet fully prefilled
     t = 0.0
     steps = 0
     ttfts: list[float] = []
@@ -89,12 +90,15 @@ def simulate(step_of: Callable[[int], float], *, prefill_token_s: float, prompt_
     while done < n_total:
         if not running and not waiting:  # cannot happen in a closed loop with requests left; guard anyway
             break
-        decoding = all(r[1] <= 0 for r in running)
-        if not waiting and decoding and running and len(running) * q <= M:
-            # a pure decode phase: nothing changes until the next request ends, so jump there
+        decoding = prefilling == 0
+        blocked = not waiting or len(running) >= slots or waiting[0] > t  # nobody can be admitted this step
+        if blocked and decoding and running and len(running) * q <= M:
+            # a pure decode phase: nothing changes until the next request ends (or the next arrival), so jump there
             left = min(out_len - r[2] for r in running)
             k = max(1, math.ceil(left / g))
             dt = step_of(len(running))
+            if waiting and len(running) < slots:  # an arrival later than now: stop at the step it falls in
+                k = max(1, min(k, math.ceil((waiting[0] - t) / dt)))
             t += k * dt
             steps += k
             for r in running:
@@ -119,6 +123,7 @@ def simulate(step_of: Callable[[int], float], *, prefill_token_s: float, prompt_
             while waiting and len(running) < slots and budget > 0 and waiting[0] <= t:
                 r = [waiting.popleft(), float(P), 0.0, 0.0]
                 running.append(r)
+                prefilling += 1
                 take = int(min(P, budget))
                 plan.append((r, take))
                 budget -= take
@@ -133,6 +138,7 @@ def simulate(step_of: Callable[[int], float], *, prefill_token_s: float, prompt_
                 if take:
                     r[1] -= take
                     if r[1] <= 0:
+                        prefilling -= 1
                         r[2], r[3] = 1.0, t
                         ttfts.append(t - r[0])
                 else:
