@@ -125,14 +125,15 @@ def test_a_forced_method_is_launched_and_said_to_lose(run_cli):
 
 
 def test_multinode_decision_is_what_render_writes(run_cli, tmp_path):
-    """405B-FP8 and DeepSeek-R1 on 16xH100: `decision` carries TP per node x PP across nodes and the Ray
-    executor, and the rendered launch.sh runs exactly those flags."""
+    """405B-FP8 and DeepSeek-R1 on 16xH100: `decision` carries the layout that runs (TP per node x PP across nodes and
+    the Ray executor, or one-node servers with `servers`), and the rendered launch.sh runs exactly those flags."""
     import shlex
 
     for model in ("meta-llama/Llama-3.1-405B-Instruct-FP8", "deepseek-ai/DeepSeek-R1"):
         code, text, err = run_cli("recommend", model, "--gpu", "H100", "--gpus", "16", "--json")
         assert code in (0, 8), err
-        d = json.loads(text)["decision"]
+        rec = json.loads(text)
+        d = rec["decision"]
         if code == 8:
             continue
         out = tmp_path / model.replace("/", "_")
@@ -144,7 +145,8 @@ def test_multinode_decision_is_what_render_writes(run_cli, tmp_path):
         assert int(flag("--tensor-parallel-size")) == d["tensor_parallel_size"]
         assert int(flag("--pipeline-parallel-size") or 1) == d["pipeline_parallel_size"]
         assert flag("--distributed-executor-backend") == d["distributed_executor_backend"]
-        assert d["tensor_parallel_size"] * d["pipeline_parallel_size"] * d["data_parallel_size"] == 16
+        # one server spanning the nodes, or identical one-node servers: either way 16 GPUs
+        assert d["tensor_parallel_size"] * d["pipeline_parallel_size"] * d["data_parallel_size"] * rec["servers"] == 16
         assert argv.count("--pipeline-parallel-size") <= 1
 
 
@@ -194,3 +196,16 @@ def test_step_breakdowns_add_up_to_the_step():
             total, rest = re.match(r"\w+ step ([\d.]+) ms = (.*?) \(roofline = max", line).groups()
             terms = [float(x) for x in re.findall(r"([\d.]+) ms", rest)]
             assert abs(sum(terms) - float(total)) <= 0.006 * len(terms), line
+
+
+def test_a_model_that_fits_a_node_is_served_per_node_and_only_busy_servers_count(run_cli):
+    code, out, err = run_cli("recommend", "meta-llama/Llama-3.1-8B-Instruct", "--gpu", "H200", "--gpus", "64", "--json")
+    assert code == 0, err  # was: "suffix, TP 32", no figures, exit 0 (issue 43 item 10)
+    rec = json.loads(out)
+    d = rec["decision"]
+    assert rec["servers"] == 8 and d["tensor_parallel_size"] * d["data_parallel_size"] == 8 and rec["memory"]["boots"]
+    assert rec["workload"]["concurrency"] == 4 and rec["prediction"]["throughput_tok_s"]["value"] > 0
+    code, out, err = run_cli("recommend", "meta-llama/Llama-3.1-70B-Instruct", "--gpu", "H100", "--gpus", "16", "--concurrency", "1",
+                             "--json")  # fmt: skip
+    rec = json.loads(out)
+    assert code == 0 and rec["servers"] == 1 and any("stay idle" in w for w in rec["warnings"])

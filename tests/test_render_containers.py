@@ -234,6 +234,7 @@ def test_k8s_multinode_is_a_leaderworkerset_whose_pods_validate_and_run(tmp_path
 
 
 def test_compose_refuses_a_multinode_layout(run_cli, tmp_path):
-    code, _, err = run_cli("render", "meta-llama/Llama-3.1-405B-Instruct-FP8", "--gpu", "H100", "--gpus", "16", "--format", "compose",
+    # DeepSeek-R1 does not fit one node of 8 x H100: one server spans two (405B-FP8 fits one: one-node servers)
+    code, _, err = run_cli("render", "deepseek-ai/DeepSeek-R1", "--gpu", "H100", "--gpus", "16", "--format", "compose",
                            "--out", str(tmp_path / "o"))  # fmt: skip
     assert code == 2 and "--format compose renders one host only" in err and not (tmp_path / "o").exists()

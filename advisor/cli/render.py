@@ -33,6 +33,8 @@ def _summary(rec, target, fmt: str, warnings: list[str], vllm, gpus_per_node: in
         ("host", f"{rec.host.gpus}x{rec.host.gpu} ({rec.host.origin})"),
         ("vLLM", f"{vllm.version} ({vllm.why})"),
         ("configuration", summary_line(rec.decision) + _multinode_note(rec.decision, gpus_per_node)),
+        *([("servers", f"{rec.servers}: these files start one; run them on each of {rec.servers} nodes behind a load "
+                       "balancer")] if rec.servers > 1 else []),
         ("memory", verdict if mem else "not planned"),
         ("serves", f"http://{target.host}:{target.port} ({fmt})"),
         ("env", ", ".join(f"{k}{'=<secret>' if v and k in dict(target.secret_env()) else ''}" for k, v in target.env) or "none"),

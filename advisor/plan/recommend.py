@@ -198,9 +198,9 @@ def recommend(
     def verdict(prof: ModelProfile, d: Decision):
         return boot_verdict(prof, gpu, d, d.tensor_parallel_size, build=build, vllm_version=host.vllm_version)
 
-    def decide_on(b: Decision, gpus: int, q: LayoutQuery | None = None):
+    def decide_on(b: Decision, gpus: int, q: LayoutQuery | None = None, concurrency: int | None = None):
         q = q or query
-        cands = score(profile, gpu, gpus, b, concurrency=workload.concurrency, query=q,
+        cands = score(profile, gpu, gpus, b, concurrency=concurrency or workload.concurrency, query=q,
                       suffix_gain=suffix_prediction, planner=verdict, tp_fixed=tensor_parallel_size,
                       k_fixed=num_speculative_tokens, k_rules=k, policy_table=pol, vllm_version=host.vllm_version,
                       workload=workload)  # fmt: skip
@@ -215,9 +215,39 @@ def recommend(
 
     sized: dict = {}
 
+    def better(a, b_) -> bool:
+        """Whether choice ``a`` (times its servers) beats ``b_`` on the objective (ties: ``b_``, one server)."""
+        (ca, na), (cb, nb) = a, b_
+        if query.objective == "latency":
+            from advisor.plan.choose import request_latency_ms
+
+            return request_latency_ms(ca.chosen, query.output_len) < request_latency_ms(cb.chosen, query.output_len)
+        return ca.chosen.figures.throughput_tok_s.value * na > cb.chosen.figures.throughput_tok_s.value * nb
+
     def decide(b: Decision):
         if query.request_rate is None:
-            return decide_on(b, host.gpus)
+            node = query.gpus_per_node
+            if host.gpus <= node or host.gpus % node or (tensor_parallel_size or 0) > node:
+                return decide_on(b, host.gpus)
+            # GPUs over several nodes: one server spanning them (TP per node x PP), or one server per node with the
+            # load split over them (DP replicas do not span nodes here); the better on the objective is launched
+            # only servers with requests count: C requests over N nodes keep min(N, C) servers busy
+            nodes = min(host.gpus // node, max(1, workload.concurrency))
+            per = -(-workload.concurrency // nodes)
+            try:
+                whole = decide_on(b, host.gpus)
+            except NoFeasibleLayout:
+                whole = None
+            try:
+                one = decide_on(b, node, concurrency=per)
+            except NoFeasibleLayout:
+                if whole is None:
+                    raise
+                return whole
+            if whole is None or better((one[1], nodes), (whole[1], 1)):
+                sized.update(servers=nodes, gpus=node, concurrency=per, why="nodes")
+                return one
+            return whole
         # --request-rate: the fewest of the host's GPUs that serve it within the limits (advisor.plan.operating_point)
         for g in range(1, host.gpus + 1):
             if tensor_parallel_size is not None and g < tensor_parallel_size:
@@ -292,7 +322,22 @@ def recommend(
             pred = (predictor(profile, host, workload, d.num_speculative_tokens, d.tensor_parallel_size)
                     if predictor is not None and d.speculative_method == "suffix" else None)  # fmt: skip
             return _not_bootable(profile, host, workload, outcome, rules_d, alt, str(err), warnings, trace, fields, pred)
-    if sized:
+    if sized.get("why") == "nodes":
+        m, g = sized["servers"], sized["gpus"]
+        idle = host.gpus // g - m
+        servers = f"{m} identical one-node servers, {sized['concurrency']} of the {workload.concurrency} requests each," if m > 1 else \
+            "one server on one node"
+        trace.insert(0, f"{host.gpus} GPUs over {host.gpus // g} nodes of {g}: {servers} beat one server spanning the nodes on "
+                        f"the objective ({query.objective}); the figures are one server's"
+                        + (f"; {idle} node(s) left idle: {workload.concurrency} request(s) keep only {m} busy" if idle else ""))  # fmt: skip
+        if m > 1:
+            warnings.insert(0, f"run this configuration on each of {m} nodes behind a load balancer ({m * g} GPUs in all); "
+                               f"the figures are one server's at {sized['concurrency']} requests in flight")  # fmt: skip
+        if idle:
+            warnings.insert(0, f"{idle} of the {host.gpus // g} nodes stay idle: {workload.concurrency} request(s) in flight keep "
+                               f"{m} one-node server(s) busy, and a server spanning nodes is predicted slower")  # fmt: skip
+        workload = workload.model_copy(update={"concurrency": sized["concurrency"]})
+    elif sized:
         m, g = sized["servers"], sized["gpus"]
         trace.insert(0, f"--request-rate {query.request_rate:g}/s: no layout of the host's {host.gpus} GPUs serves it within "
                         f"the limits; {m} identical servers of {g} GPU(s) ({m * g} GPUs) do, each at "
