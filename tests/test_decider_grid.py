@@ -209,3 +209,15 @@ def test_a_model_that_fits_a_node_is_served_per_node_and_only_busy_servers_count
                              "--json")  # fmt: skip
     rec = json.loads(out)
     assert code == 0 and rec["servers"] == 1 and any("stay idle" in w for w in rec["warnings"])
+
+
+def test_requests_that_cannot_fit_are_never_rendered_silently(run_cli, tmp_path):
+    """Issue 43 item 7: --prompt-len 20000 used to render --max-model-len 16384 (every request HTTP 400)."""
+    code, out, err = run_cli("recommend", "meta-llama/Llama-3.1-8B-Instruct", "--gpu", "H200", "--gpus", "1",
+                             "--prompt-len", "20000", "--json")  # fmt: skip
+    assert code == 0, err
+    assert json.loads(out)["decision"]["max_model_len"] >= 20512
+    code, out, err = run_cli("recommend", "meta-llama/Llama-3.1-8B-Instruct", "--gpu", "H200", "--gpus", "1",
+                             "--prompt-len", "20000", "--max-model-len", "16384", "--json")  # fmt: skip
+    rec = json.loads(out)
+    assert rec["decision"]["max_model_len"] == 16384 and "HTTP 400" in rec["warnings"][0]
