@@ -426,6 +426,9 @@ def _assemble(profile, host, workload, outcome, base, cands, choice, fixed, warn
         trace += plan_trace
         warnings += [w for w in plan_warnings if not w.startswith("does not boot with your")] if memory and memory.boots else plan_warnings
     decision = as_launched(decision, c)  # multi-node: TP per node x PP, as rendered (after the per-GPU memory plan)
+    if c.pipeline and "tensor_parallel_size" in fixed:
+        warnings.append(f"--tp {c.layout.tp} spans {c.pipeline[1]} nodes: it runs as TP {c.pipeline[0]} per node x PP "
+                        f"{c.pipeline[1]} (vLLM's multi-node layout; the same {c.layout.tp} GPUs)")  # fmt: skip
     if choice.limits_missed:
         warnings.insert(0, f"SLA not met: {choice.limits_missed}")
     plan = probe_plan(profile.id, decision, workload.model_copy(update={"concurrency": n}), sp, policy=choice.policy,
