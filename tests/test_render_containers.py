@@ -187,6 +187,7 @@ D16 = DECISION.model_copy(update={"tensor_parallel_size": 16, "speculative_metho
 """Multi-node (PP) layouts run no speculation: no method the advisor renders is known to work with
 PP (advisor.vllm_facts pp_speculative_methods)."""
 FAKE_RAY = """#!/bin/sh
+[ "$1" = --version ] && { echo "ray, version 2.53.0"; exit 0; }
 echo "$*" >> "$RAY_LOG"
 [ "$1" = status ] && printf 'Active:\\n 1 node_a\\n 1 node_b\\nPending:\\n'
 exit 0
@@ -218,7 +219,8 @@ def test_k8s_multinode_is_a_leaderworkerset_whose_pods_validate_and_run(tmp_path
     (fake.parent / "ray").write_text(FAKE_RAY)
     (fake.parent / "ray").chmod(0o755)
     log, report = tmp_path / "ray.log", tmp_path / "r.json"
-    env = {"PATH": f"{fake.parent}:/usr/bin:/bin", "RAY_LOG": str(log), "FAKE_OUT": str(report), "LWS_GROUP_SIZE": "2"}
+    env = {"PATH": f"{fake.parent}:/usr/bin:/bin", "RAY_LOG": str(log), "FAKE_OUT": str(report), "LWS_GROUP_SIZE": "2",
+           "RAY_AUTH_TOKEN": "s3cret", "RAY_NODE_IP": "10.1.2.3"}  # fmt: skip
     run = [*leader["command"], *(_unk8s(a) for a in leader["args"])]
     assert subprocess.run(run, env=env, capture_output=True, timeout=60).returncode == 0
     argv = json.loads(report.read_text())["argv"]
@@ -229,8 +231,9 @@ def test_k8s_multinode_is_a_leaderworkerset_whose_pods_validate_and_run(tmp_path
     assert worker["args"][-1] == "$(LWS_LEADER_ADDRESS)"  # the one reference Kubernetes must expand
     run = [*worker["command"], *(_unk8s(a) for a in worker["args"][:-1]), "10.1.2.3"]
     assert subprocess.run(run, env=env, capture_output=True, timeout=60).returncode == 0
-    assert log.read_text().splitlines()[0].startswith("start --head --port=6379 --num-gpus=8")
-    assert log.read_text().splitlines()[-1] == "start --address=10.1.2.3:6379 --num-gpus=8 --block --disable-usage-stats"
+    assert log.read_text().splitlines()[0].startswith("start --head --node-ip-address=10.1.2.3 --port=6379")
+    assert log.read_text().splitlines()[-1] == ("start --address=10.1.2.3:6379 --node-ip-address=10.1.2.3 --num-gpus=8 --block "
+                                                "--disable-usage-stats")  # fmt: skip
 
 
 def test_compose_refuses_a_multinode_layout(run_cli, tmp_path):

@@ -22,7 +22,9 @@ from tests.render_helpers.fakebin import make_fake
 
 D16 = Decision(tensor_parallel_size=16, gpu_memory_utilization=0.85, env={"VLLM_PLUGINS": ""})
 FAKE_RAY = """#!/bin/sh
+[ "$1" = --version ] && { echo "ray, version 2.53.0"; exit 0; }
 echo "$*" >> "$RAY_LOG"
+[ "$1" = start ] && echo "RAY_AUTH_MODE=${RAY_AUTH_MODE:-} VLLM_API_KEY=${VLLM_API_KEY:-unset}" >> "$RAY_LOG"
 if [ "$1" = status ]; then
   printf 'Node status\\n----\\nActive:\\n 1 node_aaa\\n 1 node_bbb\\nPending:\\n (no pending nodes)\\n'
 fi
@@ -56,10 +58,14 @@ def test_16_gpus_on_nodes_of_8_render_tp8_pp2_through_ray(tmp_path):
     flags = dict(zip(argv[3::2], argv[4::2]))
     assert (flags["--tensor-parallel-size"], flags["--pipeline-parallel-size"], flags["--distributed-executor-backend"]) == ("8", "2", "ray")
     pre = [sd.exec_argv(v) for _, k, v in sd.directives(files["vllm.service"]) if k == "ExecStartPre"]
-    assert pre[0] == [str(fake.parent / "ray"), "start", "--head", "--port=6379", "--num-gpus=8", "--disable-usage-stats"]
+    from advisor.render.ray_start import RAY_START_SCRIPT
+
+    # Ray starts through the guarded program (token authentication, node address, VLLM_API_KEY kept out: issue 43 item 3)
+    assert pre[0] == ["/bin/bash", "-c", RAY_START_SCRIPT, "ray-start", "head", str(fake.parent / "ray"), "6379", "8"]
+    assert "Environment=RAY_AUTH_MODE=token" in files["vllm.service"].splitlines()
     assert DOCS in files["launch.sh"] and DOCS in files["vllm.service"]
     worker = sd.exec_argv(sd.one(files["vllm-ray-worker.service"], "ExecStart"), allow=frozenset({"RAY_HEAD_ADDRESS"}))
-    assert worker[1:3] == ["start", "--address=${RAY_HEAD_ADDRESS}:6379"]  # systemd expands it from the env file
+    assert worker[4:9] == ["worker", str(fake.parent / "ray"), "6379", "8", "${RAY_HEAD_ADDRESS}"]  # systemd expands it
 
 
 def test_head_script_starts_ray_waits_for_the_nodes_then_serves(tmp_path):
@@ -68,15 +74,37 @@ def test_head_script_starts_ray_waits_for_the_nodes_then_serves(tmp_path):
     write_files(out, render_files("m/x", D16, vllm_bin=str(fake)))
     log = tmp_path / "ray.log"
     env = {"PATH": f"{fake.parent}:/usr/bin:/bin", "ADVISOR_SKIP_PREFLIGHT": "1", "FAKE_OUT": str(tmp_path / "r.json"),
-           "RAY_LOG": str(log), "HOME": str(tmp_path)}  # fmt: skip
+           "RAY_LOG": str(log), "HOME": str(tmp_path), "RAY_NODE_IP": "10.0.0.1"}  # fmt: skip
+    refused = subprocess.run(["bash", str(out / "launch.sh")], env=env, capture_output=True, text=True, timeout=60)
+    assert refused.returncode == 2 and "set RAY_AUTH_TOKEN" in refused.stderr and not log.exists()
+    env |= {"RAY_AUTH_TOKEN": "s3cret", "VLLM_API_KEY": "serving-key"}
     proc = subprocess.run(["bash", str(out / "launch.sh")], env=env, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
-    assert log.read_text().splitlines()[0] == "start --head --port=6379 --num-gpus=8 --disable-usage-stats"
+    lines = log.read_text().splitlines()
+    assert lines[0] == "start --head --node-ip-address=10.0.0.1 --port=6379 --dashboard-host=127.0.0.1 --num-gpus=8 --disable-usage-stats"
+    assert lines[1] == "RAY_AUTH_MODE=token VLLM_API_KEY=unset"  # Ray never sees the serving secret
     argv = json.loads((tmp_path / "r.json").read_text())["argv"]
     assert argv[argv.index("--pipeline-parallel-size") + 1] == "2" and argv[argv.index("--tensor-parallel-size") + 1] == "8"
+    env["RAY_NODE_IP"] = "10.0.0.2"
     worker = subprocess.run(["bash", str(out / "ray-worker.sh"), "10.0.0.1"], env=env, capture_output=True, text=True, timeout=60)
     assert worker.returncode == 0, worker.stderr
-    assert log.read_text().splitlines()[-1] == "start --address=10.0.0.1:6379 --num-gpus=8 --block --disable-usage-stats"
+    assert log.read_text().splitlines()[-2:] == [
+        "start --address=10.0.0.1:6379 --node-ip-address=10.0.0.2 --num-gpus=8 --block --disable-usage-stats",
+        "RAY_AUTH_MODE=token VLLM_API_KEY=unset"]
+
+
+def test_ray_refuses_a_release_without_token_authentication(tmp_path):
+    fake = _bin(tmp_path)
+    (fake.parent / "ray").write_text(FAKE_RAY.replace("2.53.0", "2.51.2"))
+    out = tmp_path / "out"
+    write_files(out, render_files("m/x", D16, vllm_bin=str(fake)))
+    env = {"PATH": f"{fake.parent}:/usr/bin:/bin", "ADVISOR_SKIP_PREFLIGHT": "1", "FAKE_OUT": str(tmp_path / "r.json"),
+           "RAY_LOG": str(tmp_path / "ray.log"), "HOME": str(tmp_path), "RAY_AUTH_TOKEN": "s", "RAY_NODE_IP": "10.0.0.1"}  # fmt: skip
+    proc = subprocess.run(["bash", str(out / "launch.sh")], env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and "Ray 2.51.2 has no token authentication" in proc.stderr
+    proc = subprocess.run(["bash", str(out / "launch.sh")], env=env | {"RAY_ALLOW_UNAUTHENTICATED": "1"}, capture_output=True,
+                          text=True, timeout=60)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
 
 
 def test_head_script_gives_up_when_workers_do_not_join(tmp_path):
@@ -85,7 +113,8 @@ def test_head_script_gives_up_when_workers_do_not_join(tmp_path):
     out = tmp_path / "out"
     write_files(out, render_files("m/x", D16, vllm_bin=str(fake)))
     env = {"PATH": f"{fake.parent}:/usr/bin:/bin", "ADVISOR_SKIP_PREFLIGHT": "1", "FAKE_OUT": str(tmp_path / "r.json"),
-           "RAY_LOG": str(tmp_path / "ray.log"), "RAY_WAIT_S": "0", "HOME": str(tmp_path)}  # fmt: skip
+           "RAY_LOG": str(tmp_path / "ray.log"), "RAY_WAIT_S": "0", "HOME": str(tmp_path), "RAY_AUTH_TOKEN": "s",
+           "RAY_NODE_IP": "10.0.0.1"}  # fmt: skip
     proc = subprocess.run(["bash", str(out / "launch.sh")], env=env, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 1 and "fewer than 2 Ray nodes joined" in proc.stderr and not (tmp_path / "r.json").exists()
 

@@ -164,13 +164,15 @@ def _rendered_argv(folder: Path, decision: Decision, version: str) -> tuple[list
 
     fake = make_fake(folder / "bin")
     ray = fake.parent / "ray"  # multi-node: the head script starts Ray and waits for 2 nodes
-    ray.write_text("#!/bin/sh\n[ \"$1\" = status ] && printf 'Active:\\n 1 node_a\\n 1 node_b\\nPending:\\n'\nexit 0\n")
+    ray.write_text("#!/bin/sh\n[ \"$1\" = --version ] && { echo 'ray, version 2.53.0'; exit 0; }\n"
+                   "[ \"$1\" = status ] && printf 'Active:\\n 1 node_a\\n 1 node_b\\nPending:\\n'\nexit 0\n")
     ray.chmod(0o755)
     files = render_files(MODEL, decision, version=version, vllm_bin=str(fake), host="0.0.0.0", port=8001, served_model_name=SERVED)
     write_files(folder / "out", files)
     report = folder / "report.json"
     env = {"PATH": f"{fake.parent}:/usr/bin:/bin", "ADVISOR_SKIP_PREFLIGHT": "1", "FAKE_OUT": str(report),
-           "VLLM_PYTHON": str(vllm_python())}  # the vLLM venv has Arctic Inference: the suffix check passes for real
+           "VLLM_PYTHON": str(vllm_python()),  # the vLLM venv has Arctic Inference: the suffix check passes for real
+           "RAY_AUTH_TOKEN": "test-secret", "RAY_NODE_IP": "127.0.0.1"}  # multi-node: Ray starts only with a token
     proc = subprocess.run(["bash", str(folder / "out" / "launch.sh")], env=env, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     unit_argv = sd.exec_argv(sd.one(files["vllm.service"], "ExecStart"))

@@ -17,18 +17,22 @@ from advisor.render import quoting
 from advisor.render.files import _environment, base_context, serve_args, summary_line
 from advisor.render.flags import _check_version
 from advisor.render.target import Target
+from advisor.render.ray_start import RAY_START_SCRIPT
 from advisor.vllm_facts import DEFAULT_VERSION
 
 STARTUP_MINUTES = 60
 # LeaderWorkerSet pods (vLLM's docs/deployment/frameworks/lws.md pattern): the leader starts the Ray
 # head, waits for LWS_GROUP_SIZE nodes, then execs `vllm "$@"` with the rendered argv; a worker
 # joins the head at $1 (the pod's $(LWS_LEADER_ADDRESS)).
+# Ray starts through advisor.render.ray_start's program (token authentication, the pod's address, the dashboard on
+# localhost, VLLM_API_KEY kept out of Ray; RAY_AUTH_TOKEN comes from vllm-secret.yaml: render with --env RAY_AUTH_TOKEN).
 LEADER_SCRIPT = (
-    "set -euo pipefail; ray start --head --port={port} --num-gpus={gpus} --disable-usage-stats; "
+    "set -euo pipefail; (set -- head ray {port} {gpus}; " + RAY_START_SCRIPT.replace("{", "{{").replace("}", "}}") + "); "
+    "export RAY_AUTH_MODE=token; "
     'until [ "$(ray status 2>/dev/null | sed -n "/^Active:/,/^Pending:/p" | grep -c node_ || true)" -ge "${{LWS_GROUP_SIZE}}" ]; '
     'do sleep 5; done; exec vllm "$@"'
 )
-WORKER_SCRIPT = 'exec ray start --address="$1:{port}" --num-gpus={gpus} --block --disable-usage-stats'
+WORKER_SCRIPT = 'set -- worker ray {port} {gpus} "$1"; ' + RAY_START_SCRIPT.replace("{", "{{").replace("}", "}}")
 
 AMD_GPUS = ("MI300X", "MI325X", "MI250X")
 

@@ -76,6 +76,8 @@ ARCTIC_CHECK_SCRIPT = (
 )
 
 # Multi-node head: wait until $2 Ray nodes are alive (`ray status`, section "Active:"), $1 = ray.
+from advisor.render.ray_start import RAY_START_SCRIPT, head_argv, worker_argv  # noqa: E402
+
 RAY_WAIT_SCRIPT = (
     'for _ in $(seq 1 120); do n="$("$1" status 2>/dev/null | sed -n "/^Active:/,/^Pending:/p" | grep -c node_ || true)"; '
     '[ "$n" -ge "$2" ] && exit 0; sleep 5; done; echo "ray: fewer than $2 nodes joined in 10 minutes" >&2; exit 1'
@@ -173,6 +175,9 @@ def render_target(target: Target, decision: Decision, *, version: str = DEFAULT_
         "device_allow": DEVICE_ALLOW,
         "ray": ray,
         "ray_wait_argv": None if ray is None else ["/bin/bash", "-c", RAY_WAIT_SCRIPT, "ray-wait", ray["bin"], str(ray["nodes"])],
+        "ray_start_script": RAY_START_SCRIPT,
+        "ray_head_argv": None if ray is None else head_argv(ray["bin"], ray["port"], ray["tp"]),
+        "ray_worker_argv": None if ray is None else worker_argv(ray["bin"], ray["port"], ray["tp"], "")[:-1],
     }
     names = FILES + (MULTINODE_FILES if ray else ())
     return {name: env.get_template(f"{name}.j2").render(**ctx) for name in names}
