@@ -401,6 +401,7 @@ def _run_locked(spec, store, corpus, host, cid, log_dir, *, say, show_progress, 
         from advisor.atomic import check_target
 
         check_target(Path(spec.save_responses))  # refuse a bad target before any boot
+        check_responses_file(Path(spec.save_responses), spec.corpus)
         spec = spec.model_copy(update={"load": spec.load.model_copy(update={"keep_responses": True})})
     for i, (n, cfg) in enumerate(steps, 1):
         tag = f"pass {n}/{spec.passes} " if spec.passes > 1 else ""
@@ -457,6 +458,45 @@ def responses_lines(cid: str, label: str, spec: CampaignSpec, corpus: Corpus, ou
             "finish_reason": r.finish_reason, "prompt_token_ids": r.prompt_token_ids, "token_ids": r.token_ids,
         }, ensure_ascii=False))  # fmt: skip
     return lines
+
+
+def check_responses_file(path: Path, corpus: str | None) -> None:
+    """Refuse (UsageError, before any boot) a --save-responses target that is the corpus itself, or an existing file
+    that is not a responses file (every non-empty line a JSON object of :data:`RESPONSES_FORMAT`, UTF-8): it would be
+    rewritten, and lines that are not responses would be lost (issue 43 item 4)."""
+    from advisor.errors import UsageError
+
+    if corpus:
+        src = Path(corpus).expanduser()
+        try:
+            same = src.is_file() and path.exists() and path.resolve() == src.resolve()
+        except OSError:
+            same = False
+        if same or (src.is_file() and not path.exists() and path.absolute() == src.absolute()):
+            raise UsageError(f"--save-responses {path}: that is the corpus being probed; the model's answers would be "
+                             "appended to its prompts. Choose another file")  # fmt: skip
+    if not path.exists():
+        return
+    if not path.is_file():
+        raise UsageError(f"--save-responses {path}: not a regular file; choose a new path or an earlier responses file")
+    try:
+        with path.open("rb") as fh:
+            raw = fh.read(256 * 1024 * 1024 + 1)
+        text = raw.decode("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"--save-responses {path}: cannot be read as a UTF-8 responses file ({exc}); choose another "
+                         "path") from None  # fmt: skip
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError:
+            obj = None
+        if not isinstance(obj, dict) or obj.get("format") != RESPONSES_FORMAT:
+            raise UsageError(f"--save-responses {path}: line {n} is not an advisor responses record (format "
+                             f"{RESPONSES_FORMAT!r}): the file would be rewritten and its other lines lost; choose a new "
+                             "path or an earlier responses file")  # fmt: skip
 
 
 def save_responses(path: Path, cid: str, label: str, spec: CampaignSpec, corpus: Corpus, outputs: list,
