@@ -375,3 +375,15 @@ def test_unreadable_wq_is_reported_not_fatal(host_env):
     fp = collect(host_env)
     assert any("wq0.0" in m and "unreadable" in m for m in fp.missing)
     assert list(fp.dsa.work_queues) == ["wq0.1"]
+
+
+def test_secrets_are_redacted_whatever_their_case_or_shape():
+    """Issue 43 item 9: VLLM_PASSWD, VLLM_AUTH_HEADER, VLLM_DB_URL and lower-case names were shown."""
+    from advisor.hardware.fingerprint import REDACTED, relevant_env
+
+    env = {"VLLM_PASSWD": "p", "VLLM_AUTH_HEADER": "Bearer x", "VLLM_DB_URL": "postgres://u:p@h/db", "vllm_api_key": "k",
+           "VLLM_ATTENTION_BACKEND": "FLASH_ATTN"}  # fmt: skip
+    got = relevant_env(env)
+    assert {k for k, v in got.items() if v == REDACTED} >= {"VLLM_PASSWD", "VLLM_AUTH_HEADER", "VLLM_DB_URL"}
+    assert got.get("VLLM_ATTENTION_BACKEND") == "FLASH_ATTN"
+    assert got.get("vllm_api_key") in (None, REDACTED)

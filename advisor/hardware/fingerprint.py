@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
+from advisor.domain.secrets import looks_secret
 from advisor.hardware._derived import DerivedModel
 from advisor.hardware.dsa import DsaInfo, wq_sort_key
 from advisor.hardware.gpu_detect import GpuInfo, GpuSource, gpu_name_for_specs, visible_gpus
@@ -49,7 +50,6 @@ NON_PERF_ENV = frozenset(
 """Recorded variables that do not change throughput (addresses, paths, logging, telemetry)."""
 NON_PERF_ENV_PREFIXES = ("VLLM_LOGGING_", "VLLM_USAGE_", "VLLM_DEBUG_LOG_")
 
-_SECRET_MARKERS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL")
 REDACTED = "<redacted>"
 
 
@@ -63,7 +63,7 @@ def relevant_env(environ: dict[str, str]) -> dict[str, str]:
     out: dict[str, str] = {}
     for name in sorted(environ):
         if name in ENV_NAMES or name.startswith(ENV_PREFIXES):
-            secret = any(marker in name for marker in _SECRET_MARKERS)
+            secret = looks_secret(name)
             out[name] = REDACTED if secret else environ[name]
     return out
 
