@@ -112,7 +112,7 @@ def _write_locked(folder: Path, targets: dict[str, Path], files: dict[str, tuple
             with os.fdopen(fd, "w", encoding="utf-8") as fh:
                 fh.write(text)
                 fh.flush()
-                os.fchmod(fh.fileno(), mode)
+                os.fchmod(fh.fileno(), mode & ~_umask())  # the user's umask narrows it, as open() would
                 os.fsync(fh.fileno())
         for name in files:  # keep the previous contents until every rename has succeeded
             if existed[name]:
@@ -139,6 +139,13 @@ def _write_locked(folder: Path, targets: dict[str, Path], files: dict[str, tuple
         shutil.rmtree(staging, ignore_errors=True)
     _fsync_dir(folder)
     return [targets[name] for name in files]
+
+
+def _umask() -> int:
+    """The process umask (read by setting and restoring it; the CLI is single-threaded when it writes)."""
+    current = os.umask(0o022)
+    os.umask(current)
+    return current
 
 
 def write_one(path: Path, text: str, *, mode: int = 0o644) -> Path:

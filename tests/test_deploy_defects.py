@@ -207,3 +207,19 @@ def test_escapes_from_a_model_path_do_not_reach_the_terminal(run_cli, tmp_path):
     shutil.copy(LLAMA, model / "config.json")
     code, out, err = run_cli("inspect", str(model))
     assert code == 0 and "\x1b" not in out and "\u202e" not in out and "\\x1b]0;title\\x07\\u202e" in out
+
+
+def test_files_follow_the_umask(tmp_path):
+    """Issue 43 item 9: files were written 0644 under umask 077 (report, host --save, --save-responses, render)."""
+    import os
+
+    from advisor.atomic import write_one
+
+    old = os.umask(0o077)
+    try:
+        path = write_one(tmp_path / "r.html", "<html></html>")
+        secret = write_one(tmp_path / "vllm.env", "A=1\n", mode=0o600)
+        script = write_one(tmp_path / "launch.sh", "#!/bin/sh\n", mode=0o755)
+    finally:
+        os.umask(old)
+    assert (path.stat().st_mode & 0o777, secret.stat().st_mode & 0o777, script.stat().st_mode & 0o777) == (0o600, 0o600, 0o700)
