@@ -143,3 +143,11 @@ def test_unit_waits_for_the_ray_nodes_before_serving(tmp_path):
     env = {"PATH": "/usr/bin:/bin", "RAY_LOG": str(tmp_path / "ray.log")}
     assert subprocess.run(wait, env=env, capture_output=True, timeout=60).returncode == 0
     assert (tmp_path / "ray.log").read_text().splitlines() == ["status"]
+
+
+def test_the_worker_unit_sees_a_vllm_in_a_home_directory(tmp_path):
+    """Issue 43 item 9: the Ray worker unit hard-coded ProtectHome=yes (a vLLM under /root or /home was invisible)."""
+    files = render_files("m/x", D16, vllm_bin="/home/ops/venv/bin/vllm")
+    assert "ProtectHome=read-only" in files["vllm-ray-worker.service"].splitlines()
+    assert "ProtectHome=read-only" in files["vllm.service"].splitlines()
+    assert "ProtectHome=yes" in render_files("m/x", D16, vllm_bin="/opt/venv/bin/vllm")["vllm-ray-worker.service"].splitlines()
