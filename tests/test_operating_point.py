@@ -334,7 +334,6 @@ def test_a_k_schedule_is_priced_in_its_graph_mode_and_rendered_when_forced():
     from advisor.plan.choose import choose
     from advisor.plan.layout import LayoutQuery, schedule_graph_cost, score
     from advisor.plan.layout_wiring import decision_of
-    from advisor.rules.policy import load_policy
     from advisor.vllm_facts import facts
 
     p, gpu = load_profile("meta-llama/Llama-3.1-8B-Instruct"), get_gpu("H200")
@@ -350,7 +349,7 @@ def test_a_k_schedule_is_priced_in_its_graph_mode_and_rendered_when_forced():
         q = LayoutQuery(max_tpot_ms=30, max_ttft_ms=1000, concurrency_given=False, spec=forced)
         cands = score(p, gpu, gpus, Decision(), concurrency=32, query=q, suffix_gain=sg, planner=planner, k_rules=32,
                       vllm_version="0.32", **kw)  # fmt: skip
-        return choose(cands, policy="default_on", rule=None, query=q, bands=load_policy().p_win, forced=forced)
+        return choose(cands, policy="default_on", rule=None, query=q, forced=forced)
 
     free = ranked(1)
     assert free.chosen.method == "none", free.chosen.label()

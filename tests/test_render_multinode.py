@@ -50,6 +50,12 @@ def _bin(tmp_path: Path) -> Path:
     return fake
 
 
+def _launch_env(fake: Path, tmp_path: Path, **extra: str) -> dict[str, str]:
+    """The environment the rendered head and worker scripts run in against the recording fakes."""
+    return {"PATH": f"{fake.parent}:/usr/bin:/bin", "ADVISOR_SKIP_PREFLIGHT": "1", "FAKE_OUT": str(tmp_path / "r.json"),
+            "RAY_LOG": str(tmp_path / "ray.log"), "HOME": str(tmp_path), "RAY_NODE_IP": "10.0.0.1", **extra}  # fmt: skip
+
+
 def test_16_gpus_on_nodes_of_8_render_tp8_pp2_through_ray(tmp_path):
     fake = _bin(tmp_path)
     files = render_files("m/x", D16, vllm_bin=str(fake))
@@ -73,8 +79,7 @@ def test_head_script_starts_ray_waits_for_the_nodes_then_serves(tmp_path):
     out = tmp_path / "out"
     write_files(out, render_files("m/x", D16, vllm_bin=str(fake)))
     log = tmp_path / "ray.log"
-    env = {"PATH": f"{fake.parent}:/usr/bin:/bin", "ADVISOR_SKIP_PREFLIGHT": "1", "FAKE_OUT": str(tmp_path / "r.json"),
-           "RAY_LOG": str(log), "HOME": str(tmp_path), "RAY_NODE_IP": "10.0.0.1"}  # fmt: skip
+    env = _launch_env(fake, tmp_path)
     refused = subprocess.run(["bash", str(out / "launch.sh")], env=env, capture_output=True, text=True, timeout=60)
     assert refused.returncode == 2 and "set RAY_AUTH_TOKEN" in refused.stderr and not log.exists()
     env |= {"RAY_AUTH_TOKEN": "s3cret", "VLLM_API_KEY": "serving-key"}
@@ -98,8 +103,7 @@ def test_ray_refuses_a_release_without_token_authentication(tmp_path):
     (fake.parent / "ray").write_text(FAKE_RAY.replace("2.53.0", "2.51.2"))
     out = tmp_path / "out"
     write_files(out, render_files("m/x", D16, vllm_bin=str(fake)))
-    env = {"PATH": f"{fake.parent}:/usr/bin:/bin", "ADVISOR_SKIP_PREFLIGHT": "1", "FAKE_OUT": str(tmp_path / "r.json"),
-           "RAY_LOG": str(tmp_path / "ray.log"), "HOME": str(tmp_path), "RAY_AUTH_TOKEN": "s", "RAY_NODE_IP": "10.0.0.1"}  # fmt: skip
+    env = _launch_env(fake, tmp_path, RAY_AUTH_TOKEN="s")
     proc = subprocess.run(["bash", str(out / "launch.sh")], env=env, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and "Ray 2.51.2 has no token authentication" in proc.stderr
     proc = subprocess.run(["bash", str(out / "launch.sh")], env=env | {"RAY_ALLOW_UNAUTHENTICATED": "1"}, capture_output=True,
@@ -112,9 +116,7 @@ def test_head_script_gives_up_when_workers_do_not_join(tmp_path):
     (fake.parent / "ray").write_text(FAKE_RAY.replace("\\n 1 node_bbb", ""))
     out = tmp_path / "out"
     write_files(out, render_files("m/x", D16, vllm_bin=str(fake)))
-    env = {"PATH": f"{fake.parent}:/usr/bin:/bin", "ADVISOR_SKIP_PREFLIGHT": "1", "FAKE_OUT": str(tmp_path / "r.json"),
-           "RAY_LOG": str(tmp_path / "ray.log"), "RAY_WAIT_S": "0", "HOME": str(tmp_path), "RAY_AUTH_TOKEN": "s",
-           "RAY_NODE_IP": "10.0.0.1"}  # fmt: skip
+    env = _launch_env(fake, tmp_path, RAY_WAIT_S="0", RAY_AUTH_TOKEN="s")
     proc = subprocess.run(["bash", str(out / "launch.sh")], env=env, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 1 and "fewer than 2 Ray nodes joined" in proc.stderr and not (tmp_path / "r.json").exists()
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict
 
 from advisor.plan.layout import Candidate, LayoutQuery, NoFeasibleLayout, Objective
-from advisor.rules.policy import Bands
 
 METHOD_NAMES = {"none": "plain decoding", "suffix": "suffix decoding", "ngram": "n-gram (prompt lookup)",
                 "mtp": "MTP (the checkpoint's own multi-token-prediction layers)"}  # fmt: skip
@@ -152,7 +151,7 @@ def _rule_out(c: Candidate, why: str | None, kind: str) -> bool:
     return True
 
 
-def choose(cands: list[Candidate], *, policy: str, rule: str | None, query: LayoutQuery, bands: Bands,
+def choose(cands: list[Candidate], *, policy: str, rule: str | None, query: LayoutQuery,
            forced: str | None = None) -> Choice:  # fmt: skip
     """Rank ``cands`` (from advisor.plan.layout.score) on the objective and pick the one to launch.
 
@@ -212,13 +211,13 @@ def choose(cands: list[Candidate], *, policy: str, rule: str | None, query: Layo
     elig.sort(key=key)
     rest = sorted((c for c in cands if not c.eligible), key=lambda c: (c.figures is None, key(c) if c.figures else 0))
     chosen = elig[0]
-    trace = _trace(chosen, elig + rest, policy, effective, rule, measured_by, query, bands, len(cands), missed, forced)
+    trace = _trace(chosen, elig + rest, policy, effective, rule, measured_by, query, len(cands), missed, forced)
     return Choice(chosen=chosen, ranked=elig + rest, searched=len(cands), policy=effective, measured_by=measured_by,
                   sla_met=sla_met, limits_missed=missed, forced=forced, trace=trace)  # fmt: skip
 
 
 def _trace(c: Candidate, ranked: list[Candidate], policy: str, effective: str, rule: str, measured_by: Candidate | None,
-           q: LayoutQuery, bands: Bands, searched: int, missed: str | None, forced: str | None) -> list[str]:  # fmt: skip
+           q: LayoutQuery, searched: int, missed: str | None, forced: str | None) -> list[str]:  # fmt: skip
     """The reasons, written from the choice: what constrained the launched method, the chosen figures, then
     the best candidate of each other method with its own figures."""
     lines: list[str] = []

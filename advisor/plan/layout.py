@@ -418,7 +418,7 @@ def schedule_graph_cost(p: ModelProfile, vf) -> float:
     PIECEWISE instead of FULL (the per-layer launch cost of advisor.predict.stepcost)."""
     from advisor.predict import stepcost as sc
 
-    if not getattr(vf, "spec_schedule_piecewise", False):
+    if not vf.spec_schedule_piecewise:
         return 0.0
     return sc.launch_time(p, "piecewise") - sc.launch_time(p, "full")
 

@@ -219,7 +219,7 @@ def recommend(
         if q.spec is not None and not any(c.method == q.spec for c in cands):
             raise UsageError(f"--spec {q.spec}: {_method_name(q.spec)} is not a candidate for {profile.id}"
                              + (" (its config has no MTP layers)" if q.spec == "mtp" else "") + "; drop --spec or pick another")
-        return cands, choose(cands, policy=outcome.speculation, rule=outcome.speculation_rule, query=q, bands=pol.p_win,
+        return cands, choose(cands, policy=outcome.speculation, rule=outcome.speculation_rule, query=q,
                              forced=q.spec)  # fmt: skip
 
     def serves(choice) -> bool:
@@ -275,7 +275,7 @@ def recommend(
     def size_servers(b: Decision):
         """The host does not serve the rate: the fewest GPUs in identical one-node servers that do (each server's
         capacity within the limits from the operating-point search, then confirmed at its share of the rate)."""
-        node = min(query.gpus_per_node, max(host.gpus, 1)) if host.gpus <= query.gpus_per_node else query.gpus_per_node
+        node = min(query.gpus_per_node, max(host.gpus, 1))
         rate = query.request_rate
         options = []
         for g in range(1, node + 1):

@@ -16,6 +16,7 @@ from advisor.domain.prediction import Band
 from advisor.hardware.gpus import GpuSpec
 from advisor.model.schema import ModelProfile
 from advisor.predict.absolute import ReplicaLayout, ServingFigures, serve
+from advisor.predict.serving import busy_replicas
 
 PP_HOP_S = 0.25e-3
 """ASSUMED: one stage-to-stage send of a decode micro-batch's hidden states between nodes (NCCL over
@@ -40,7 +41,7 @@ def pp_serve(p: ModelProfile, gpu: GpuSpec, tp_node: int, pp: int, *, concurrenc
     mb = serve(p, gpu, ReplicaLayout(tp=tp_node), concurrency=-(-concurrency // pp), prompt_len=prompt_len,
                output_len=output_len, slots=max(1, -(-slots // pp)), gain=gain, notes=notes)  # fmt: skip
     # micro-batches with no request add nothing: PP stages are busy only as far as there are requests
-    busy = min(float(pp), max(1, concurrency) / max(1, -(-concurrency // pp)))
+    busy = busy_replicas(concurrency, pp)
     g = (gain.value if gain else 1.0) or 1.0
     hop_ms = (pp - 1) * PP_HOP_S * 1e3
     tpot = mb.tpot_ms.value + hop_ms / g  # a step yields g tokens per sequence

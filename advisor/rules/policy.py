@@ -18,25 +18,17 @@ class Bands(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     flip_off_below: float = Field(ge=0, le=1)
-    """default_on: the prediction turns suffix off below this."""
+    """Lower edge of the band where a suffix prediction is unsure (the probe that settles it is printed)."""
     flip_on_above: float = Field(ge=0, le=1)
-    """default_off: the prediction turns suffix on above this."""
+    """Upper edge of that band."""
     open_at: float = Field(ge=0, le=1)
-    """open: suffix at P(win) >= this."""
+    """The even odds inside the band (kept ordered between its edges; no decision reads it since issue 39)."""
 
     @model_validator(mode="after")
     def _ordered(self) -> "Bands":
         if not self.flip_off_below <= self.open_at <= self.flip_on_above:
             raise ValueError("need flip_off_below <= open_at <= flip_on_above")
         return self
-
-    def needed(self, policy: str) -> float | None:
-        """The P(win) a suffix candidate needs under ``policy`` (None: the prediction does not decide)."""
-        return {"default_on": self.flip_off_below, "default_off": self.flip_on_above, "open": self.open_at}.get(policy)
-
-    def strict(self, policy: str) -> bool:
-        """default_off needs P(win) strictly above its threshold; the others at or above."""
-        return policy == "default_off"
 
     def unsure(self, p_win: float) -> bool:
         """Inside the band where the prediction does not decide on its own (probe it)."""
