@@ -18,6 +18,8 @@ FLOORS: dict[str, int] = {
     "model": 3, "hardware": 3, "rules": 3, "kbar": 3,
     # 4: the K > R predictor and the step-cost physics over model and hardware.
     "predict": 4,
+    # 4: the speculative methods, one module each behind one protocol, priced with predict (which never imports them).
+    "methods": 4,
     # 5: planning: orchestrates rules, prediction and memory into a Recommendation (pure).
     "plan": 5,
     # 6: rendering a Decision as vLLM argv and deployment files.

@@ -14,6 +14,15 @@ from advisor.plan.layout import layouts, tp_reasons
 from advisor.predict.absolute import ReplicaLayout, decode_step
 from advisor.render.flags import serve_flags
 
+
+def _spec_cfg(d, version=None):
+    """The --speculative-config advisor.methods renders for ``d`` on ``version`` (None: the default line)."""
+    from advisor.methods import speculative_config
+    from advisor.vllm_facts import DEFAULT_VERSION, facts
+
+    return speculative_config(d, facts(version or DEFAULT_VERSION))
+
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -111,7 +120,7 @@ def test_dp_and_ep_flags_render():
     flags = serve_flags(Decision(tensor_parallel_size=1, data_parallel_size=8, enable_expert_parallel=True))
     assert flags[flags.index("--data-parallel-size") + 1] == "8" and "--enable-expert-parallel" in flags
     assert "--data-parallel-size" not in serve_flags(Decision())
-    mtp = Decision(speculative_method="mtp", num_speculative_tokens=1).speculative_config()
+    mtp = _spec_cfg(Decision(speculative_method="mtp", num_speculative_tokens=1))
     assert mtp == {"method": "mtp", "num_speculative_tokens": 1}
 
 

@@ -11,6 +11,15 @@ import pytest
 from advisor.domain.decision import Decision, NgramParams
 from advisor.vllm_facts import facts
 
+
+def _spec_cfg(d, version=None):
+    """The --speculative-config advisor.methods renders for ``d`` on ``version`` (None: the default line)."""
+    from advisor.methods import speculative_config
+    from advisor.vllm_facts import DEFAULT_VERSION, facts
+
+    return speculative_config(d, facts(version or DEFAULT_VERSION))
+
+
 LLAMA_8B = "meta-llama/Llama-3.1-8B-Instruct"
 
 
@@ -18,13 +27,13 @@ def test_ngram_window_renders_only_where_it_differs_from_vllms_default():
     assert NgramParams() == NgramParams(prompt_lookup_min=facts().ngram_prompt_lookup,
                                         prompt_lookup_max=facts().ngram_prompt_lookup)  # fmt: skip
     plain = Decision(speculative_method="ngram", num_speculative_tokens=4)
-    assert plain.speculative_config() == {"method": "ngram", "num_speculative_tokens": 4}
+    assert _spec_cfg(plain) == {"method": "ngram", "num_speculative_tokens": 4}
     window = NgramParams(prompt_lookup_min=2, prompt_lookup_max=4)
     d = Decision(speculative_method="ngram", num_speculative_tokens=8, ngram=window)
-    assert d.speculative_config() == {"method": "ngram", "num_speculative_tokens": 8, "prompt_lookup_min": 2,
+    assert _spec_cfg(d) == {"method": "ngram", "num_speculative_tokens": 8, "prompt_lookup_min": 2,
                                       "prompt_lookup_max": 4}  # fmt: skip
     # a window on a suffix decision is not rendered (it is n-gram's)
-    assert "prompt_lookup_min" not in Decision(speculative_method="suffix", num_speculative_tokens=32, ngram=window).speculative_config()
+    assert "prompt_lookup_min" not in _spec_cfg(Decision(speculative_method="suffix", num_speculative_tokens=32, ngram=window))
     with pytest.raises(ValueError, match="prompt_lookup_min=5 must be <= prompt_lookup_max=2"):
         NgramParams(prompt_lookup_min=5, prompt_lookup_max=2)
 

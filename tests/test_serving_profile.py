@@ -157,7 +157,7 @@ def test_ngram_is_priced_on_the_host_suffix_matched():
     """On the serving profile's own host class both CPU proposers are priced with its costs: the n-gram candidate's
     notes name the profile suffix's prediction matched, not the GPU-only match."""
     from advisor.domain.workload import Workload
-    from advisor.plan.layout import _same_host
+    from advisor.methods.ngram import same_host as _same_host
     from advisor.predict.api import predict
 
     p = _profile_of()("meta-llama/Llama-3.1-8B-Instruct")

@@ -21,6 +21,15 @@ from advisor.render.flags import serve_argv
 from advisor.vllm_facts import facts
 from tests.vllm_helpers.versions import ALL, vllm_env, vllm_python
 
+
+def _spec_cfg(d, version=None):
+    """The --speculative-config advisor.methods renders for ``d`` on ``version`` (None: the default line)."""
+    from advisor.methods import speculative_config
+    from advisor.vllm_facts import DEFAULT_VERSION, facts
+
+    return speculative_config(d, facts(version or DEFAULT_VERSION))
+
+
 __all__ = ["vllm_python"]
 
 pytestmark = pytest.mark.vllm
@@ -191,7 +200,7 @@ def test_vllm_accepts_rendered_launch_and_unit(parsed: dict[str, dict], case_id:
     assert (v["tensor_parallel_size"], v["pipeline_parallel_size"]) == (tp, pp) and v["max_model_len"] == d.max_model_len
     assert v["distributed_executor_backend"] == ("ray" if pp > 1 else None)
     assert v["gpu_memory_utilization"] == pytest.approx(d.gpu_memory_utilization)
-    assert v["cudagraph_mode"] == d.cudagraph_mode and v["speculative_config"] == d.speculative_config()
+    assert v["cudagraph_mode"] == d.cudagraph_mode and v["speculative_config"] == _spec_cfg(d)
 
 
 @pytest.mark.parametrize("case_id", list(CASES))
@@ -206,7 +215,7 @@ def test_vllm_accepts_rendered_flags(parsed: dict[str, dict], case_id: str) -> N
     assert v["max_model_len"] == d.max_model_len
     assert v["max_num_seqs"] == d.max_num_seqs
     assert v["cudagraph_mode"] == d.cudagraph_mode
-    spec = d.speculative_config()
+    spec = _spec_cfg(d)
     assert v["speculative_config"] == spec
     if spec is None:
         assert "spec_validated" not in v
@@ -257,7 +266,7 @@ def test_vllm_accepts_searched_layouts_and_methods(parsed: dict[str, dict], case
     v = result["values"]
     assert (v["tensor_parallel_size"], v["data_parallel_size"], v["enable_expert_parallel"]) == (
         d.tensor_parallel_size, d.data_parallel_size, d.enable_expert_parallel)
-    assert v["speculative_config"] == d.speculative_config()
+    assert v["speculative_config"] == _spec_cfg(d)
     if d.speculative_method:
         assert v["spec_validated"]["method"] == d.speculative_method
         assert v["spec_validated"]["num_speculative_tokens"] == d.num_speculative_tokens

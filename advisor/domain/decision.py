@@ -57,10 +57,12 @@ class Decision(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    speculative_method: Literal["suffix", "ngram", "mtp"] | None = None
-    """``"suffix"`` (suffix decoding), ``"ngram"`` (prompt lookup) or ``"mtp"`` (the checkpoint's own
-    multi-token-prediction layers; vLLM 0.32's name, vllm/config/speculative.py MTPModelTypes, where
-    ``deepseek_mtp`` is deprecated to ``mtp``), None for plain decoding."""
+    speculative_method: str | None = Field(default=None, pattern=r"^[a-z][a-z0-9_]{0,31}$")
+    """The advisor's id of the speculative method (advisor.methods: ``suffix``, ``ngram``, ``mtp``, ``eagle3``,
+    ``eagle``, ``draft_model``; each line's vLLM name comes from its facts at render), None for plain decoding.
+    Checked against advisor.methods where it is rendered (this floor cannot import the registry)."""
+    speculative_model: str | None = Field(default=None, min_length=1, max_length=4096)
+    """The drafter (an EAGLE head or a draft model: HF id or local directory) for the methods that need one."""
     num_speculative_tokens: int | None = Field(default=None, ge=1, le=64)
     """K: the most tokens drafted per step (only with a speculative method)."""
     gpu_memory_utilization: float = Field(default=_vllm().gpu_memory_utilization, gt=0.0, le=0.99)
@@ -111,6 +113,8 @@ class Decision(BaseModel):
             )
         if self.speculative_method is not None and self.num_speculative_tokens is None:
             raise ValueError(f"speculative_method={self.speculative_method!r} needs num_speculative_tokens (e.g. 32)")
+        if self.speculative_model is not None and self.speculative_method is None:
+            raise ValueError(f"speculative_model={self.speculative_model!r} needs a speculative_method (e.g. 'eagle3'); drop it for plain decoding")
         sched = self.num_speculative_tokens_per_batch_size
         if sched is not None:
             if self.speculative_method is None:
@@ -132,23 +136,3 @@ class Decision(BaseModel):
     def gpus(self) -> int:
         """GPUs the server uses: TP x PP x DP."""
         return self.tensor_parallel_size * self.pipeline_parallel_size * self.data_parallel_size
-
-    def speculative_config(self) -> dict | None:
-        """The JSON object for ``--speculative-config``, or None without speculation."""
-        if self.speculative_method is None:
-            return None
-        cfg: dict = {"method": self.speculative_method, "num_speculative_tokens": self.num_speculative_tokens}
-        if self.num_speculative_tokens_per_batch_size is not None:
-            cfg["num_speculative_tokens_per_batch_size"] = [list(e) for e in self.num_speculative_tokens_per_batch_size]
-        if self.speculative_method == "ngram":
-            if self.ngram != NgramParams():
-                cfg.update(self.ngram.model_dump())
-            return cfg
-        if self.speculative_method != "suffix":
-            return cfg
-        defaults = SuffixParams()
-        for name in SuffixParams.model_fields:
-            value = getattr(self.suffix, name)
-            if value != getattr(defaults, name):
-                cfg[f"suffix_decoding_{name}"] = value
-        return cfg

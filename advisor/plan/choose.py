@@ -11,10 +11,9 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
+from advisor import methods as _methods
 from advisor.plan.layout import Candidate, LayoutQuery, NoFeasibleLayout, Objective
 
-METHOD_NAMES = {"none": "plain decoding", "suffix": "suffix decoding", "ngram": "n-gram (prompt lookup)",
-                "mtp": "MTP (the checkpoint's own multi-token-prediction layers)"}  # fmt: skip
 
 
 class Choice(BaseModel):
@@ -173,7 +172,7 @@ def choose(cands: list[Candidate], *, policy: str, rule: str | None, query: Layo
     scored = [c for c in cands if c.boots and c.figures is not None]
     for c in scored:
         if forced is not None:
-            if _rule_out(c, None if c.method == forced else f"--spec {forced}: only {METHOD_NAMES[forced]} is launched",
+            if _rule_out(c, None if c.method == forced else f"--spec {forced}: only {_methods.get(forced).title} is launched",
                          "forced"):  # fmt: skip
                 continue
         else:
@@ -222,7 +221,7 @@ def _trace(c: Candidate, ranked: list[Candidate], policy: str, effective: str, r
     the best candidate of each other method with its own figures."""
     lines: list[str] = []
     spec = c.label()
-    what = METHOD_NAMES[c.method]
+    what = _methods.get(c.method).title
     if forced is not None:
         g = c.figures.gain
         verdict = (f"; predicted to LOSE to plain decoding at its layout (x{g.value:.2f} [{g.low:.2f}, {g.high:.2f}])"
@@ -253,13 +252,14 @@ def _trace(c: Candidate, ranked: list[Candidate], policy: str, effective: str, r
     busy = getattr(f, "busy_replicas", None)
     idle = (f"; {busy:g} of {c.layout.dp} replicas have requests (host tok/s counts those)"
             if busy is not None and busy < c.layout.dp else "")  # fmt: skip
-    lines.append(f"layout search: {searched} candidates (TP x DP x EP x none/suffix/ngram/MTP"
+    searched_methods = "/".join(dict.fromkeys(x.method for x in ranked))
+    lines.append(f"layout search: {searched} candidates (TP x DP x EP x {searched_methods}"
                  + (" x max_num_seqs" if any(x.max_num_seqs for x in ranked) else "")
                  + f"), objective {q.objective}; chosen {spec}: {f.throughput_tok_s.value:,.0f} tok/s host, "
                  f"TPOT {f.tpot_ms.value:.1f} ms, TTFT {_ttft(f)} ms{gain}{idle}")  # fmt: skip
     if missed:
         lines.append(f"limits: {missed}")
-    for name in ("none", "mtp", "suffix", "ngram"):
+    for name in _methods.ids():
         best = next((x for x in ranked if x.method == name and x.figures is not None), None)
         if best is not None and best is not c:
             lines.append(candidate_line(best, c, q))

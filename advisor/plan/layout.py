@@ -1,4 +1,4 @@
-"""Enumerate layouts (TP x DP, EP) x speculative methods (none / suffix K / n-gram K / MTP) x
+"""Enumerate layouts (TP x DP, EP) x speculative methods (advisor.methods: plain, suffix, n-gram, MTP, EAGLE-3, …) x
 max_num_seqs and predict each in absolute terms (pure). Which one is launched is
 :func:`advisor.plan.choose.choose`'s call, not this module's.
 
@@ -15,15 +15,15 @@ from typing import Callable, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from advisor.kbar.ngram import DEFAULT_NGRAM_K
 from advisor.errors import AdvisorError
 from advisor.hardware.gpus import GpuSpec
 from advisor.model.schema import ModelProfile
 from advisor.domain.decision import Decision
 from advisor.domain.prediction import Band
 from advisor.predict.pipeline import pp_serve, pp_split
-from advisor.predict.absolute import ReplicaLayout, ServingFigures, mtp_gain, ngram_gain, serve
-from advisor.predict.kbar_prior import is_own_source, ngram_kbar_for
+from advisor.predict.absolute import ReplicaLayout, ServingFigures, serve
+from advisor import methods as _methods
+from advisor.methods import MethodContext
 from advisor.plan.memory_terms import dense_intermediate
 from advisor.rules.policy import load_policy
 from advisor.plan.memory_terms import batch_defaults
@@ -71,8 +71,11 @@ class LayoutQuery(BaseModel):
     """--kv-cache-dtype: the KV cache's dtype, or ``search`` for both (fp8 changes numerics: opt-in)."""
     request_rate: float | None = Field(default=None, gt=0)
     """--request-rate: requests per second over the host (open loop); the fewest GPUs that serve it are sought."""
-    spec: Literal["none", "suffix", "ngram", "mtp"] | None = None
-    """--spec: the speculative method the user forces (launched however it is predicted); None: the fastest."""
+    spec: str | None = None
+    """--spec: the speculative method the user forces (an advisor.methods id, launched however it is predicted);
+    None: the fastest."""
+    draft_k: int | None = Field(default=None, ge=1, le=16)
+    """--draft-k: num_speculative_tokens of the drafter methods (EAGLE-3, draft model); None: searched."""
     arrival: Literal["closed", "poisson"] | None = None
     """--arrival: the load pattern --max-tpot-ms / --max-ttft-ms are judged on (None: what the emitted benchmark runs,
     closed without --request-rate, Poisson with it)."""
@@ -103,7 +106,8 @@ class Candidate(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     layout: ReplicaLayout
-    method: Literal["none", "suffix", "ngram", "mtp"]
+    method: str
+    """An advisor.methods id (``none`` for plain decoding)."""
     k: int | None = None
     max_num_seqs: int | None = None
     max_num_batched_tokens: int | None = None
@@ -126,6 +130,10 @@ class Candidate(BaseModel):
     """P(suffix wins) from the calibrated predictor (suffix only)."""
     k_bar: float | None = None
     """Tokens per verification step the gain assumes (speculative methods)."""
+    k_bar_source: str | None = None
+    """Where K̄ came from, where the method says (drafters: probe, published acceptance or class prior)."""
+    drafter: str | None = None
+    """The drafter the method runs (EAGLE head or draft model: HF id or directory); None for the others."""
     r: float | None = None
     """Verification step / plain step (speculative methods)."""
     measured_gain: float | None = None
@@ -215,16 +223,20 @@ def layouts(p: ModelProfile, gpus: int, tp_fixed: int | None = None) -> tuple[li
     return out, refused
 
 
-def replica_profile(p: ModelProfile, lay: ReplicaLayout, method: str) -> ModelProfile:
+def replica_profile(p: ModelProfile, lay: ReplicaLayout, method: str, drafter=None) -> ModelProfile:
     """The profile the memory planner sees for one replica: MoE layers of DP ranks share the experts
-    (each GPU holds 1/(TP x DP) of them), and MTP loads its layers (ASSUMED: a decoder layer's share)."""
-    wb = p.weight_bytes
+    (each GPU holds 1/(TP x DP) of them), and the method's own weights and KV per token (MTP layers, a drafter:
+    advisor.methods ``extra_memory``) ride on the target's."""
+    wb, kv = p.weight_bytes, p.kv_bytes_per_token
     if p.arch == "moe" and p.experts and lay.dp > 1:
         expert = p.expert_params_b * 1e9 * (p.weight_bytes / max(p.params_total_b * 1e9, 1.0))
         wb -= int(expert * (1 - 1 / lay.dp))
-    if method == "mtp" and p.mtp_layers:
-        wb += int(p.weight_bytes * p.mtp_layers / max(p.num_layers, 1))
-    return p if wb == p.weight_bytes else p.model_copy(update={"weight_bytes": wb})
+    extra_w, extra_kv = _methods.get(method).extra_memory(p, drafter)
+    wb, kv = wb + extra_w, kv + extra_kv
+    if wb == p.weight_bytes and kv == p.kv_bytes_per_token:
+        return p
+    return p.model_copy(update={"weight_bytes": wb, "kv_bytes_per_token": kv,
+                                "kv_bytes_per_token_full": p.kv_bytes_per_token_full + extra_kv})
 
 
 SuffixGain = Callable[[int, int, int], "object | None"]
@@ -232,25 +244,26 @@ SuffixGain = Callable[[int, int, int], "object | None"]
 k_bar, r, measured), or None when the predictor declines."""
 
 
-def _spec_options(p: ModelProfile, k_fixed: int | None, k_rules: int, pol, k_ngram: int | None = None) -> list[tuple[str, int | None]]:
+def _spec_options(p: ModelProfile, k_fixed: int | None, k_rules: int, pol, query: LayoutQuery, drafter=None,
+                  vf=None) -> list[tuple[str, int | None]]:  # fmt: skip
+    """(method, K) pairs searched: plain, then every method of advisor.methods that can run here, at its Ks."""
     opts: list[tuple[str, int | None]] = [("none", None)]
-    ks = [k_fixed] if k_fixed else [k_rules, *(x for x in pol.suffix_k_fallback if x < k_rules)]
-    opts += [("suffix", k) for k in ks]
-    # --k is "num_speculative_tokens when suffix is chosen" (cli/options.py): the other methods keep their own K
-    opts.append(("ngram", k_ngram or DEFAULT_NGRAM_K))  # --ngram-k, else the advisor's n-gram K (advisor.kbar.ngram)
-    if p.mtp_layers:
-        opts.append(("mtp", p.mtp_layers))
+    for m in _methods.all_methods():
+        if m.id == "none" or m.needs(p, drafter, vf) is not None:
+            continue
+        opts += [(m.id, k) for k in m.ks(p, drafter, k_fixed=k_fixed, k_rules=k_rules, policy=pol, query=query)]
     return opts
 
 
 def score(p: ModelProfile, gpu: GpuSpec, gpus: int, base: Decision, *, concurrency: int, query: LayoutQuery,
           suffix_gain: SuffixGain, planner, tp_fixed: int | None = None, k_fixed: int | None = None,
-          k_rules: int, policy_table=None, vllm_version: str | None = None, workload=None) -> list[Candidate]:  # fmt: skip
+          k_rules: int, policy_table=None, vllm_version: str | None = None, workload=None,
+          drafter=None) -> list[Candidate]:  # fmt: skip
     """Every candidate with its boot verdict and predicted figures (eligibility and ranking are
     :func:`advisor.plan.choose.choose`'s). ``planner(profile, decision) -> (boots, kv_cache_tokens, reason)``.
     A suffix candidate that does not boot at the rules' K is tried at the table's lower K (without
-    ``--k``), and then under lower max_num_seqs caps. ``workload``: n-gram's own K̄ comes from it
-    (:func:`_ngram_kbar`; None: a share of suffix's)."""
+    ``--k``), and then under lower max_num_seqs caps. ``workload``: the traffic methods read their K̄ from
+    (n-gram's own, a drafter's dataset class); ``drafter``: the EAGLE head or draft model (advisor.model.drafter)."""
     from advisor.vllm_facts import DEFAULT_VERSION, facts
 
     pol = policy_table or load_policy()
@@ -263,8 +276,8 @@ def score(p: ModelProfile, gpu: GpuSpec, gpus: int, base: Decision, *, concurren
         seq_caps += list(pol.seqs_caps)
     cands: list[Candidate] = []
     gains: dict[tuple, object | None] = {}
-    opts = _spec_options(p, k_fixed, k_rules, pol, query.ngram_k)
-    last_k = [k for m, k in opts if m == "suffix"][-1]
+    opts = _spec_options(p, k_fixed, k_rules, pol, query, drafter, vf)
+    last_k = ([k for m, k in opts if m == "suffix"] or [None])[-1]
     kv_opts = ["auto", "fp8"] if query.kv_cache_dtype == "search" else [query.kv_cache_dtype]
     why_no_fp8 = kv_fp8_refusal(p, gpu)
     if why_no_fp8:
@@ -289,7 +302,7 @@ def score(p: ModelProfile, gpu: GpuSpec, gpus: int, base: Decision, *, concurren
                     if cap is not None and cap >= per_replica and not fallback:
                         continue
                     c = _one(pk, gpu, lay, method, k, cap, base, concurrency, query, suffix_gain, planner, gains,
-                             pol.num_speculative_tokens, vf, workload)  # fmt: skip
+                             pol.num_speculative_tokens, vf, workload, drafter)  # fmt: skip
                     c.kv_cache_dtype = kvd
                     for pt in c.points:
                         pt.kv_cache_dtype = kvd
@@ -302,11 +315,38 @@ def score(p: ModelProfile, gpu: GpuSpec, gpus: int, base: Decision, *, concurren
     return cands
 
 
+def _context(p, gpu, lay, vf, suffix_gain, gains, k_ngram_ref, workload, drafter) -> MethodContext:
+    """What a method's estimate reads about this layout; ``gains`` caches suffix's prediction per (TP, n, K)."""
+
+    def suffix_at(tp: int, n: int, k: int):
+        key = (tp, n, k)
+        if key not in gains:
+            gains[key] = suffix_gain(*key)
+        return gains[key]
+
+    from advisor.vllm_facts import facts
+
+    return MethodContext(profile=p, gpu=gpu, layout=lay, vf=vf or facts(), suffix_at=suffix_at, workload=workload,
+                         drafter=drafter, ngram_k_ref=k_ngram_ref, memo=gains.setdefault(("memo",), {}))  # fmt: skip
+
+
+DECLINED = "the suffix predictor declined (no calibration for this model/GPU)"
+
+
+def _apply(cand: Candidate, est) -> None:
+    """Copy what a method's estimate says about its K̄, R and P(win) onto the candidate."""
+    cand.p_win, cand.k_bar, cand.r = est.p_win, est.k_bar, est.r
+    cand.measured_gain, cand.k_bar_source = est.measured_gain, est.k_bar_source
+
+
 def _one(p, gpu, lay, method, k, cap, base, concurrency, query, suffix_gain, planner, gains, k_ngram_ref, vf=None,
-         workload=None) -> Candidate:  # fmt: skip
+         workload=None, drafter=None) -> Candidate:  # fmt: skip
+    spec = _methods.get(method)
+    uses_drafter = spec.uses_drafter and drafter is not None
     d = base.model_copy(update={
         "tensor_parallel_size": lay.tp, "data_parallel_size": lay.dp, "enable_expert_parallel": lay.ep,
         "speculative_method": None if method == "none" else method, "num_speculative_tokens": k, "max_num_seqs": cap,
+        "speculative_model": drafter.id if uses_drafter else None,
     })  # fmt: skip
     split = pp_split(lay.tp, query.gpus_per_node) if lay.dp == 1 else None
     if lay.dp > 1 and lay.gpus > query.gpus_per_node:
@@ -321,15 +361,16 @@ def _one(p, gpu, lay, method, k, cap, base, concurrency, query, suffix_gain, pla
                         "speculative method the advisor renders is known to work with PP in this vLLM (advisor.vllm_facts "
                         "pp_speculative_methods: vLLM issue #57755, PR #55623)")  # fmt: skip
         return cand
-    boots, kv_tokens, reason = planner(replica_profile(p, lay, method), d)
+    boots, kv_tokens, reason = planner(replica_profile(p, lay, method, drafter if uses_drafter else None), d)
     cand = Candidate(layout=lay, method=method, k=k, max_num_seqs=cap, boots=boots, kv_cache_tokens=kv_tokens, memory_reason=reason,
-                     pipeline=split)  # fmt: skip
+                     pipeline=split, drafter=d.speculative_model)  # fmt: skip
     if not boots:
         cand.eligible, cand.why_not, cand.why_kind = False, f"does not boot: {reason}", "boot"
         return cand
     if vf is not None and query.operating_point and base.max_num_seqs is None and split is None:
         # (a multi-node TP x PP replica keeps the fixed-load pricing: the operating point models one node's steps)
-        _operating_point(cand, p, gpu, lay, method, k, kv_tokens, concurrency, query, suffix_gain, gains, vf, k_ngram_ref, workload)
+        _operating_point(cand, p, gpu, lay, method, k, kv_tokens, concurrency, query, suffix_gain, gains, vf, k_ngram_ref, workload,
+                         drafter)  # fmt: skip
         return cand
     per_replica = -(-concurrency // lay.dp)
     need = query.prompt_len + query.output_len
@@ -337,28 +378,14 @@ def _one(p, gpu, lay, method, k, cap, base, concurrency, query, suffix_gain, pla
     n = max(1, min(per_replica, slots))
     context = query.prompt_len + query.output_len / 2
     gain, notes = None, []
-    if method in ("suffix", "ngram"):
-        # n-gram's tokens per step are a share of suffix's at the table's K on the same traffic
-        key = (lay.tp, n, k if method == "suffix" else k_ngram_ref)
-        if key not in gains:
-            gains[key] = suffix_gain(*key)
-        sp = gains[key]
-        if sp is None:
-            cand.eligible, cand.why_not, cand.why_kind = False, "the suffix predictor declined (no calibration for this model/GPU)", "declined"
+    ctx = _context(p, gpu, lay, vf, suffix_gain, gains, k_ngram_ref, workload, drafter)
+    if method != "none":
+        est = spec.estimate(ctx, k, n, context)
+        if est is None:
+            cand.eligible, cand.why_not, cand.why_kind = False, DECLINED, "declined"
             return cand
-        if method == "suffix":
-            gain = Band(value=sp.gain, low=sp.gain_low, high=sp.gain_high)
-            cand.p_win, cand.k_bar, cand.r = sp.p_win, sp.k_bar, sp.r
-            measured = getattr(sp, "measured", None)
-            cand.measured_gain = measured.gain if measured else None
-            notes.append("suffix gain: K > R predictor FITTED on the seed sweep (+ this host's probes), speculative-step cost from the host profile (calibration/host_profiles.csv)")
-        else:
-            gain, cand.r, notes2 = _ngram_gain(p, gpu, lay, n, context, k, sp, workload)
-            cand.k_bar = gain.value * cand.r
-            notes += notes2
-    elif method == "mtp":
-        gain, cand.r, notes = _mtp_gain(p, gpu, lay, n, context, k, suffix_gain, gains, vf)
-        cand.k_bar = gain.value * cand.r
+        gain, notes = est.gain, list(est.notes)
+        _apply(cand, est)
     split = pp_split(lay.tp, query.gpus_per_node) if lay.dp == 1 else None
     if split is not None:  # multi-node: priced (and later rendered) as TP per node x PP across nodes
         cand.figures = pp_serve(p, gpu, split[0], split[1], concurrency=concurrency, prompt_len=query.prompt_len,
@@ -371,9 +398,9 @@ def _one(p, gpu, lay, method, k, cap, base, concurrency, query, suffix_gain, pla
 
         if method == "suffix":
             cand.load_guard = op.suffix_load_guard(cand.figures.running_per_replica, cand.p_win, vf, lay.dp)
-        elif method in ("ngram", "mtp") and gain is not None:
+        elif method != "none" and gain is not None:
             def gain_at(m: int):
-                return _spec_gain(p, gpu, lay, method, k, m, context, suffix_gain, gains, k_ngram_ref, workload, vf)[0]
+                return spec.estimate(ctx, k, m, context).gain
 
             cand.spec_schedule, cand.schedule_reason = op.spec_schedule(method, k, gain_at, cap or batch_defaults(gpu, vf.version)[1],
                                                                         lay.dp, vf)  # fmt: skip
@@ -450,7 +477,7 @@ def closed_loop_figures(p: ModelProfile, gpu: GpuSpec, c: Candidate, query: Layo
         return steps[n]
 
     g = c.figures.gain
-    q = 1.0 if c.method == "none" else 1.0 + (min(c.k or 1, SUFFIX_TOKENS_CAP) if c.method == "suffix" else (c.k or 1))
+    q = _methods.get(c.method).tokens_per_seq(c.k or 1, facts_of(vllm_version))
     ends = {"mid": (1.0, 1.0, g.value if g else 1.0), "fast": (1 - STEP_BAND, 1 - PREFILL_BAND, g.high if g else 1.0),
             "slow": (1 + STEP_BAND, 1 + PREFILL_BAND, g.low if g else 1.0)}  # fmt: skip
     runs = {}
@@ -471,73 +498,15 @@ def closed_loop_figures(p: ModelProfile, gpu: GpuSpec, c: Candidate, query: Layo
                      "API-server overhead)"}  # fmt: skip
 
 
-SUFFIX_TOKENS_CAP = 12
-"""Tokens a suffix draft adds per sequence to a step's token budget at most (vLLM's default tree depth
-24 and spec factor 1 cap a draft at 12: advisor.vllm_facts suffix_draft_cap)."""
+def facts_of(version: str | None):
+    """advisor.vllm_facts.VllmFacts of ``version`` (None: the default line)."""
+    from advisor.vllm_facts import DEFAULT_VERSION, facts
 
-
-def _same_host(sp) -> str | None:
-    """The host profile suffix's prediction matched (n-gram is priced on the same host), or None where it spans
-    several (an unmatched host: n-gram then spans them too)."""
-    pid = getattr(sp, "host_profile", None)
-    return pid if pid and "," not in pid else None
-
-
-def _ngram_kbar(workload, p: ModelProfile, sp, k: int | None = None):
-    """n-gram's own K̄: replayed on the workload's file, or the own-output (or published) prior where the
-    suffix prediction ``sp`` uses one (one source for both methods); None: a share of suffix's."""
-    if workload is None or getattr(sp, "k_bar_host", None):
-        return None  # on the seed host n-gram is priced as a share of the K̄ that host's gains imply
-    source = getattr(sp, "k_bar_source", None)
-    return ngram_kbar_for(workload, p.family, own_prior_ok=is_own_source(source), suffix_source=source, k=k)
-
-
-def _ngram_gain(p, gpu, lay, n: int, context: float, k: int, sp, workload):
-    """n-gram's gain at ``n`` running sequences: from the suffix prediction ``sp`` at the same layout (its K̄ and
-    that K̄'s band where n-gram has no K̄ of its own, its host profile) and the workload's own n-gram K̄."""
-    base = getattr(sp, "k_bar_host", None) or sp.k_bar  # the K̄ the host's fit prices suffix at (the seed host's own)
-    return ngram_gain(p, gpu, lay, n, context, k, base, ngram=_ngram_kbar(workload, p, sp, k), build=_same_host(sp),
-                      suffix_kbar_sigma=getattr(sp, "k_bar_sigma", 0.0))
-
-
-def _mtp_gain(p, gpu, lay, n: int, context: float, k: int, suffix_gain, gains, vf=None):
-    """MTP's gain at ``n`` running sequences per replica, on the host profile suffix's prediction at the same layout
-    matched (one host for every method; at the priors' K), with the drafter eager where this vLLM runs the model's
-    MTP module without torch.compile (``VllmFacts.mtp_eager_drafters``)."""
-    from advisor.predict.kbar_prior import PRIOR_K
-    from advisor.vllm_facts import facts
-
-    key = (lay.tp, n, PRIOR_K)
-    if key not in gains:
-        gains[key] = suffix_gain(*key)
-    sp = gains[key]
-    eager = p.model_type in (vf or facts()).mtp_eager_drafters
-    return mtp_gain(p, gpu, lay, n, context, k, build=_same_host(sp) if sp is not None else None, eager=eager)
-
-
-def _spec_gain(p, gpu, lay, method, k, n, context, suffix_gain, gains, k_ngram_ref,
-               workload=None, vf=None) -> tuple[Band | None, float | None, list[str]]:  # fmt: skip
-    """(gain band, P(win) for suffix, notes) of ``method`` at ``n`` running sequences per replica (the
-    suffix prediction is the Predictor's at (TP, n, K), as :func:`_one` asks it)."""
-    if method == "mtp":
-        band, _, notes = _mtp_gain(p, gpu, lay, n, context, k, suffix_gain, gains, vf)
-        return band, None, notes
-    key = (lay.tp, n, k if method == "suffix" else k_ngram_ref)
-    if key not in gains:
-        gains[key] = suffix_gain(*key)
-    sp = gains[key]
-    if sp is None:
-        return None, None, []
-    if method == "suffix":
-        return Band(value=sp.gain, low=sp.gain_low, high=sp.gain_high), sp.p_win, [
-            "suffix gain: K > R predictor FITTED on the seed sweep (+ this host's probes), speculative-step cost from "
-            "the host profile (calibration/host_profiles.csv)"]  # fmt: skip
-    band, _, notes = _ngram_gain(p, gpu, lay, n, context, k, sp, workload)
-    return band, None, notes
+    return facts(version or DEFAULT_VERSION)
 
 
 def _operating_point(cand: Candidate, p, gpu, lay, method, k, kv_tokens, concurrency, query: LayoutQuery, suffix_gain, gains, vf,
-                     k_ngram_ref, workload=None) -> None:  # fmt: skip
+                     k_ngram_ref, workload=None, drafter=None) -> None:  # fmt: skip
     """Fill ``cand`` with its best operating point (advisor.plan.operating_point) under the query's limits."""
     from advisor.plan import operating_point as op
     from advisor.predict.absolute import decode_step, prefill_marginal, prefill_time
@@ -552,11 +521,15 @@ def _operating_point(cand: Candidate, p, gpu, lay, method, k, kv_tokens, concurr
             steps[n] = decode_step(p, gpu, lay, n, context)[0]
         return steps[n]
 
+    spec = _methods.get(method)
+    ctx = _context(p, gpu, lay, vf, suffix_gain, gains, k_ngram_ref, workload, drafter)
     memo: dict[int, tuple] = {}
 
     def raw(n: int):
+        """(gain band, P(win), notes, estimate) of the method at ``n`` running sequences per replica."""
         if n not in memo:
-            memo[n] = _spec_gain(p, gpu, lay, method, k, n, context, suffix_gain, gains, k_ngram_ref, workload, vf)
+            est = spec.estimate(ctx, k, n, context) if method != "none" else None
+            memo[n] = (est.gain, est.p_win, list(est.notes), est) if est is not None else (None, None, [], None)
         return memo[n]
 
     notes = list(decode_step(p, gpu, lay, 1, context)[1])
@@ -565,7 +538,7 @@ def _operating_point(cand: Candidate, p, gpu, lay, method, k, kv_tokens, concurr
     schedulable = method in vf.spec_schedule_methods and (lay.dp == 1 or vf.spec_schedule_with_dp) and vf.spec_schedule
     if method != "none":
         if raw(1)[0] is None:
-            cand.eligible, cand.why_not, cand.why_kind = False, "the suffix predictor declined (no calibration for this model/GPU)", "declined"
+            cand.eligible, cand.why_not, cand.why_kind = False, DECLINED, "declined"
             return
         notes += raw(1)[2]
         if schedulable:
@@ -583,7 +556,7 @@ def _operating_point(cand: Candidate, p, gpu, lay, method, k, kv_tokens, concurr
                                 f"forces PIECEWISE with a schedule: {vf.sources.get('spec_schedule_piecewise', '')}), "
                                 f"+{extra * 1e3:.2f} ms per step (advisor.predict.stepcost LAYER_LAUNCH_S)"
                                 if extra else "a step that drafts nothing costs a plain step"))  # fmt: skip
-    q_tok = 1.0 if method == "none" else 1.0 + (min(k, SUFFIX_TOKENS_CAP) if method == "suffix" else k)
+    q_tok = spec.tokens_per_seq(k or 1, vf)
     pq = query.point_query(concurrency)
     P = query.prompt_len
     pts = op.points(pq, lay, method, k, step_of=step_of, gain_of=gain_of, prefill_token_s=prefill_marginal(p, gpu, lay, P) / P,
@@ -608,22 +581,8 @@ def _operating_point(cand: Candidate, p, gpu, lay, method, k, kv_tokens, concurr
     cand.figures, cand.max_num_seqs, cand.max_num_batched_tokens = chosen.figures, chosen.max_num_seqs, chosen.max_num_batched_tokens
     cand.concurrency = chosen.concurrency if not (query.concurrency_given and query.request_rate is None) else None
     n_run = chosen.figures.running_per_replica
-    if method != "none":
-        raw(n_run)  # the prediction at the running sequences, cached in ``gains``
-    if method == "suffix":
-        cand.p_win = raw(n_run)[1]
-        sp = gains.get((lay.tp, n_run, k))
-        if sp is not None:
-            cand.k_bar, cand.r = sp.k_bar, sp.r
-            measured = getattr(sp, "measured", None)
-            cand.measured_gain = measured.gain if measured else None
-    elif method in ("ngram", "mtp") and cand.figures.gain is not None:
-        if method == "mtp":
-            _, cand.r, _ = _mtp_gain(p, gpu, lay, n_run, context, k, suffix_gain, gains, vf)
-        elif (sp := gains.get((lay.tp, n_run, k_ngram_ref))) is not None:
-            _, cand.r, _ = _ngram_gain(p, gpu, lay, n_run, context, k, sp, workload)
-        if cand.r:
-            cand.k_bar = cand.figures.gain.value * cand.r
+    if method != "none" and (est := raw(n_run)[3]) is not None:  # the prediction at the running sequences
+        _apply(cand, est)
     if method != "none":
         sched, cand.schedule_reason = op.spec_schedule(method, k, lambda n: raw(n)[0], chosen.max_num_seqs, lay.dp, vf)
         cand.spec_schedule = sched if schedulable else None

@@ -20,6 +20,7 @@ def decision_of(base: Decision, c: Candidate) -> Decision:
         "speculative_method": None if c.method == "none" else c.method, "num_speculative_tokens": c.k,
         "max_num_seqs": c.max_num_seqs, "max_num_batched_tokens": c.max_num_batched_tokens, "kv_cache_dtype": c.kv_cache_dtype,
         "num_speculative_tokens_per_batch_size": [tuple(e) for e in c.spec_schedule] if c.spec_schedule else None,
+        "speculative_model": c.drafter,
     })  # fmt: skip
 
 
@@ -178,7 +179,8 @@ def candidate_json(c: Candidate, winner: Candidate, query: LayoutQuery) -> dict:
         "concurrency": c.concurrency, "kv_cache_dtype": c.kv_cache_dtype, "spec_schedule": c.spec_schedule,
         "schedule_reason": c.schedule_reason, "boots": c.boots, "kv_cache_tokens": c.kv_cache_tokens,
         "eligible": c.eligible, "why_not": c.why_not, "why_kind": c.why_kind, "p_win": c.p_win, "chosen": c is winner,
-        "k_bar": c.k_bar, "r": c.r, "measured_gain": c.measured_gain,
+        "k_bar": c.k_bar, "r": c.r, "measured_gain": c.measured_gain, "k_bar_source": c.k_bar_source,
+        "speculative_model": c.drafter,
     }  # fmt: skip
     if c.figures is not None:
         out["prediction"] = absolute_prediction(c, query)

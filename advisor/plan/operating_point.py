@@ -61,7 +61,8 @@ class Point(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     layout: ReplicaLayout
-    method: Literal["none", "suffix", "ngram", "mtp"]
+    method: str
+    """An advisor.methods id (``none``: plain decoding)."""
     k: int | None = None
     max_num_seqs: int
     max_num_batched_tokens: int

@@ -129,6 +129,7 @@ def recommend(
     planner: MemoryPlanner | None = None,
     query: LayoutQuery | None = None,
     build: str = "release",
+    drafter=None,
 ) -> Recommendation:
     """The whole decision. The :class:`~advisor.plan.seams.Predictor` and the
     :class:`~advisor.plan.seams.MemoryPlanner` are injected so that this function stays pure and
@@ -136,7 +137,8 @@ def recommend(
     Every candidate is predicted at its own TP, K and per-replica concurrency; the decision, its
     reasons, the prediction and the probe plan are the chosen candidate's. ``build``: whose start-up
     memory terms judge each candidate (the planner seam's own build for the chosen one). The user's
-    flags are never changed silently."""
+    flags are never changed silently. ``drafter``: the EAGLE head or draft model (advisor.model.drafter.Drafter,
+    from --draft or the catalog's pairing) the drafter methods price and launch; None: they are not candidates."""
 
     pol = load_policy()
     if tensor_parallel_size is not None:
@@ -215,10 +217,13 @@ def recommend(
         cands = score(profile, gpu, gpus, b, concurrency=concurrency or workload.concurrency, query=q,
                       suffix_gain=suffix_prediction, planner=verdict, tp_fixed=tensor_parallel_size,
                       k_fixed=num_speculative_tokens, k_rules=k, policy_table=pol, vllm_version=host.vllm_version,
-                      workload=workload)  # fmt: skip
+                      workload=workload, drafter=drafter)  # fmt: skip
         if q.spec is not None and not any(c.method == q.spec for c in cands):
+            from advisor import methods
+
+            why = methods.get(q.spec).needs(profile, drafter, _facts(host.vllm_version))
             raise UsageError(f"--spec {q.spec}: {_method_name(q.spec)} is not a candidate for {profile.id}"
-                             + (" (its config has no MTP layers)" if q.spec == "mtp" else "") + "; drop --spec or pick another")
+                             + (f" ({why})" if why else "") + "; drop --spec or pick another")
         return cands, choose(cands, policy=outcome.speculation, rule=outcome.speculation_rule, query=q,
                              forced=q.spec)  # fmt: skip
 
@@ -364,9 +369,9 @@ def recommend(
 
 
 def _method_name(m: str) -> str:
-    from advisor.plan.choose import METHOD_NAMES
+    from advisor import methods
 
-    return METHOD_NAMES[m]
+    return methods.get(m).title
 
 
 def _not_bootable(profile, host, workload, outcome, decision, alt, why, warnings, trace, fields, pred) -> Recommendation:
@@ -421,7 +426,7 @@ def _assemble(profile, host, workload, outcome, base, cands, choice, fixed, warn
         from advisor.plan.layout import kv_fp8_profile
 
         mem_profile = kv_fp8_profile(profile) if c.kv_cache_dtype == "fp8" else profile
-        _, memory, plan_trace, plan_warnings = planner(replica_profile(mem_profile, c.layout, c.method), lay_host, decision,
+        _, memory, plan_trace, plan_warnings = planner(replica_profile(mem_profile, c.layout, c.method, drafter if c.drafter else None), lay_host, decision,
                                                        frozenset(FIXED_BY))  # fmt: skip
         trace += plan_trace
         warnings += [w for w in plan_warnings if not w.startswith("does not boot with your")] if memory and memory.boots else plan_warnings

@@ -1,0 +1,63 @@
+"""Speculative methods, one module each, behind one protocol (:class:`advisor.methods.base.SpecMethod`).
+
+Every module in this package (other than ``base``) that defines ``METHOD`` is a method; :func:`get` and
+:func:`all_methods` find them with ``pkgutil``, so a new method is a new module here plus its ``method`` name in
+each vLLM line's facts (``VllmFacts.spec_methods``) — nothing else names it (tests/test_method_interface.py adds
+one that way). Floor 4: methods price themselves with advisor.predict and are read by plan, render and probe.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+
+from advisor.methods.base import GainEstimate, MethodContext, SpecMethod
+
+__all__ = ["GainEstimate", "MethodContext", "SpecMethod", "all_methods", "get", "ids", "speculative_config", "UnknownMethod"]
+
+_LOADED: dict[str, SpecMethod] = {}
+
+
+class UnknownMethod(ValueError):
+    """A method id no module of advisor.methods defines."""
+
+
+def _load() -> dict[str, SpecMethod]:
+    seen = {name for _, name, _ in pkgutil.iter_modules(__path__)} - {"base"}
+    if _LOADED and seen <= {getattr(m, "_module", "") for m in _LOADED.values()}:
+        return _LOADED
+    for name in sorted(seen):
+        mod = importlib.import_module(f"{__name__}.{name}")
+        method = getattr(mod, "METHOD", None)
+        if method is None:
+            continue
+        if not isinstance(method, SpecMethod):
+            raise TypeError(f"advisor.methods.{name}.METHOD does not satisfy advisor.methods.base.SpecMethod")
+        method._module = name
+        _LOADED[method.id] = method
+    return _LOADED
+
+
+def all_methods() -> list[SpecMethod]:
+    """Every method, plain (``none``) first, in their declared order."""
+    return sorted(_load().values(), key=lambda m: (m.order, m.id))
+
+
+def ids() -> tuple[str, ...]:
+    """Every method id, plain first."""
+    return tuple(m.id for m in all_methods())
+
+
+def get(method_id: str) -> SpecMethod:
+    """The method ``method_id``; UnknownMethod naming the known ones otherwise."""
+    methods = _load()
+    if method_id not in methods:
+        raise UnknownMethod(f"unknown speculative method {method_id!r}; known: {', '.join(ids())}")
+    return methods[method_id]
+
+
+def speculative_config(decision, vf) -> dict | None:
+    """The ``--speculative-config`` object of ``decision`` on vLLM line ``vf`` (None: plain decoding)."""
+    if decision.speculative_method is None:
+        return None
+    return get(decision.speculative_method).speculative_config(decision, vf)

@@ -1,0 +1,64 @@
+"""Published per-position acceptance of drafters (calibration/drafter_acceptance.csv, rebuilt from
+calibration/published/eagle_draft_results.csv by scripts/rebuild_drafter_acceptance.py)."""
+
+from __future__ import annotations
+
+import csv
+import functools
+import statistics
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from advisor.paths import data_path
+
+FILE = "drafter_acceptance.csv"
+
+
+class AcceptanceRow(BaseModel):
+    """One drafter's published acceptance per draft position on one dataset."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    drafter: str
+    """HF id of the head or draft model."""
+    dataset: str
+    """The dataset the source measured on (e.g. MT-bench)."""
+    dataset_class: str
+    """chat, code or math (advisor.methods._drafted.CORPUS_CLASS maps corpora onto these)."""
+    rates: tuple[float, ...] = Field(min_length=1)
+    """Unconditional acceptance rate of draft position 1, 2, … (vLLM's per-position metric)."""
+    source: str
+    """source_id of the published rows (calibration/published/eagle_draft_results.csv)."""
+
+
+@functools.cache
+def rows() -> tuple[AcceptanceRow, ...]:
+    path = data_path("calibration") / FILE
+    if not path.is_file():
+        return ()
+    out = []
+    with path.open(newline="") as f:
+        for r in csv.DictReader(f):
+            rates = tuple(float(x) for x in r["rates"].split(";") if x.strip())
+            out.append(AcceptanceRow(drafter=r["drafter"], dataset=r["dataset"], dataset_class=r["dataset_class"],
+                                     rates=rates, source=r["source_id"]))  # fmt: skip
+    return tuple(out)
+
+
+def lookup(drafter_id: str, dataset_class: str | None) -> AcceptanceRow | None:
+    """The drafter's row on ``dataset_class`` (the most positions first), or its median dataset when the class is
+    unknown or unpublished; None when the drafter has no published acceptance."""
+    mine = [r for r in rows() if r.drafter.lower() == drafter_id.lower()]
+    if not mine:
+        return None
+    same = [r for r in mine if r.dataset_class == dataset_class]
+    if same:
+        return max(same, key=lambda r: (len(r.rates), sum(r.rates)))
+    ranked = sorted(mine, key=lambda r: sum(r.rates[:3]))
+    return ranked[len(ranked) // 2] if ranked else None
+
+
+def median_rates(kind_rows) -> tuple[float, ...]:
+    """Position-wise median of rows' rates (positions every row has)."""
+    n = min(len(r.rates) for r in kind_rows)
+    return tuple(statistics.median(r.rates[i] for r in kind_rows) for i in range(n))

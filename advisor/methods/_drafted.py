@@ -1,0 +1,114 @@
+"""What a step costs when a model drafts (EAGLE / EAGLE-3 heads, draft models): shared by their modules.
+
+Mechanism (vLLM V1, vllm/v1/spec_decode/eagle.py EagleProposer.propose, which the draft-model proposer extends):
+every step the target verifies 1 + K tokens per sequence (a uniform query length, so the FULL CUDA graph of the
+decode path replays: vllm/v1/worker/gpu_model_runner.py uniform_decode), the rejection sampler runs over the K
+drafts, then the drafter runs K forwards: the first over every token the target just scheduled (1 + K per
+sequence: the accepted ones' hidden states feed it), the K - 1 others over one token per sequence, each ending in
+the drafter's LM head and a greedy pick. Async scheduling stays on (``VllmFacts.async_spec_methods``), so the host's
+per-step work overlaps the GPU as in a plain step.
+
+Every term is the target's step-cost physics (advisor.predict.stepcost) applied to the drafter's own profile:
+its weights streamed once per forward, its own KV read, its LM head over its (draft) vocabulary, its all-reduces
+at the target's TP; plus two ASSUMED constants below, which the H100 campaign of issue 41 measures.
+"""
+
+from __future__ import annotations
+
+from advisor.domain.prediction import Band
+from advisor.predict import stepcost as sc
+
+DRAFT_FORWARD_FIXED_S = 70e-6
+"""ASSUMED host-side cost of one drafter forward inside a step (eagle.py's propose loop: position and slot-mapping
+updates, attention metadata, a piecewise CUDA-graph replay, the argmax): ~15 small eager kernels at ~5 µs."""
+REJECTION_S = 0.1e-3
+"""ASSUMED cost of the rejection sampler per speculative step (as advisor.predict.absolute.REJECTION_S for MTP)."""
+ACCEPTANCE_SPREAD = 0.35
+"""ASSUMED ± share on the extra tokens per step (K̄ - 1) where K̄ comes from a class prior, not the head's own
+published acceptance or this host's probe."""
+PUBLISHED_SPREAD = 0.15
+"""ASSUMED ± share on K̄ - 1 where it comes from the head's published acceptance on a dataset like the traffic
+(other traffic, sampling temperature and system prompts move it)."""
+
+
+def draft_forward(drafter, gpu, tp: int, seqs: int, tokens_per_seq: float, context: float, *, fc: bool) -> float:
+    """Seconds of one drafter forward over ``seqs`` x ``tokens_per_seq`` tokens at mean context ``context``."""
+    c = sc.step_cost(drafter.profile, gpu, tp, sc.StepShape(seqs=max(1, seqs), tokens_per_seq=max(1.0, tokens_per_seq),
+                                                              context=context))  # fmt: skip
+    t = c.t_roofline + c.t_allreduce + sc.launch_time(drafter.profile, "piecewise") + DRAFT_FORWARD_FIXED_S
+    if fc and drafter.fc_params:  # EAGLE-3 fuses the target's aux hidden states: fc of (aux x hidden) -> hidden
+        tokens = seqs * tokens_per_seq
+        bw = gpu.bandwidth_tbs * 1e12 * sc.WEIGHT_MEM_EFFICIENCY
+        fc_bytes = drafter.fc_params * sc.bytes_per_param(drafter.profile) / tp
+        fc_flops = 2 * drafter.fc_params * tokens / tp
+        t += max(fc_bytes / bw, fc_flops / sc.peak_flops(drafter.profile, gpu)) + sc.GEMM_FLOOR_S
+    return t
+
+
+def drafted_step(p, drafter, gpu, lay, n: int, context: float, k: int) -> tuple[float, float, float, list[str]]:
+    """(plain step, verification step, drafting, notes) seconds at ``n`` running sequences per replica."""
+    from advisor.predict.absolute import decode_step
+
+    plain, _ = decode_step(p, gpu, lay, n, context)
+    verify, _ = decode_step(p, gpu, lay, n, context, tokens_per_seq=1 + k)
+    first = draft_forward(drafter, gpu, lay.tp, n, 1 + k, context, fc=True)
+    rest = (k - 1) * draft_forward(drafter, gpu, lay.tp, n, 1, context, fc=False) if k > 1 else 0.0
+    draft = first + rest + REJECTION_S
+    notes = [f"drafter {drafter.id}: {k} forwards {draft * 1e3:.2f} ms per step (its weights, KV and LM head on the "
+             f"step-cost physics; ASSUMED {DRAFT_FORWARD_FIXED_S * 1e6:.0f} us host work per forward and "
+             f"{REJECTION_S * 1e3:.1f} ms rejection sampler), verification of {1 + k} tokens per sequence "
+             f"{verify * 1e3:.2f} ms against a plain step {plain * 1e3:.2f} ms"]  # fmt: skip
+    return plain, verify, draft, notes
+
+
+def kbar_of(rates: list[float], k: int) -> float:
+    """Tokens per step from per-position (unconditional) acceptance rates: 1 + the rates of the first K positions;
+    positions beyond the published ones continue the last published conditional rate (ASSUMED)."""
+    rs = list(rates[:k])
+    while len(rs) < k and rs:
+        cond = rs[-1] / rs[-2] if len(rs) >= 2 and rs[-2] > 0 else rs[-1]
+        rs.append(rs[-1] * min(cond, 1.0))
+    return 1.0 + sum(rs)
+
+
+def gain_band(kbar: float, r: float, spread: float) -> Band:
+    """Gain K̄ / R with ± ``spread`` on K̄ - 1 (the acceptance's uncertainty) and the step band on R."""
+    from advisor.predict.absolute import STEP_BAND
+
+    lo = (1 + (kbar - 1) * (1 - spread)) / (r * (1 + STEP_BAND / 2))
+    hi = (1 + (kbar - 1) * (1 + spread)) / (r * (1 - STEP_BAND / 2))
+    return Band(value=kbar / r, low=min(lo, kbar / r), high=max(hi, kbar / r))
+
+
+def geometric(rate: float, k: int) -> list[float]:
+    """Unconditional per-position acceptance of a chain whose every draft is accepted with conditional ``rate``."""
+    return [rate ** i for i in range(1, k + 1)]
+
+
+CLASS_PRIOR_RATE = {"eagle3": (0.55, 0.70, 0.85), "eagle": (0.45, 0.60, 0.75), "draft_model": (0.50, 0.65, 0.80)}
+"""ASSUMED (low, mid, high) conditional acceptance of each draft by drafter kind, set before any published row was
+read for this file (issue 41's freeze): EAGLE-3 chains of K = 3 on chat are commonly quoted at 2.5-3 tokens per
+step, i.e. about 0.7 per draft; EAGLE-1/2 heads lower; a same-family draft model in between."""
+
+CORPUS_CLASS = {"sharegpt": "chat", "wildchat": "chat", "lmsys": "chat", "specbench": "chat", "mix": "chat",
+                "humaneval": "code", "mbpp": "code", "swebench": "code", "blazedit": "code", "agenticsql": "code"}
+"""The published-acceptance dataset class nearest each known corpus (MT-bench-like chat, HumanEval-like code)."""
+
+
+def acceptance(drafter, k: int, workload) -> tuple[float, float, str]:
+    """(K̄ at K, ± share on K̄ - 1, where from): this host's probe of the head, else the head's published
+    per-position acceptance on the traffic's dataset class (calibration/drafter_acceptance.csv), else the class
+    prior of its kind."""
+    from advisor.methods import _acceptance_table as table
+
+    corpus = getattr(workload, "corpus", None) if workload is not None else None
+    cls = CORPUS_CLASS.get((corpus or "").lower())
+    row = table.lookup(drafter.id, cls)
+    if row is not None:
+        return kbar_of(row.rates, k), PUBLISHED_SPREAD, (f"{drafter.id}'s published acceptance on {row.dataset} "
+                                                         f"({row.source}){'' if cls else ', the traffic unknown: its median dataset'}")
+    lo, mid, hi = CLASS_PRIOR_RATE[drafter.kind]
+    kb = kbar_of(geometric(mid, k), k)
+    spread = max(ACCEPTANCE_SPREAD, (kbar_of(geometric(hi, k), k) - 1) / max(kb - 1, 1e-9) - 1)
+    return kb, spread, (f"class prior of {drafter.kind} drafters: {mid:.2f} per draft [{lo:.2f}, {hi:.2f}] "
+                        "(ASSUMED; no published acceptance for this drafter and traffic)")

@@ -1,0 +1,75 @@
+"""EAGLE-3: a one-layer head trained on the target's hidden states (three of its layers fused through an fc),
+drafting a chain of K tokens (vLLM ``method="eagle3"``, the head as ``model``).
+
+K̄ from the head's own acceptance (advisor.methods._drafted.acceptance: this host's probe, the head's published
+per-position acceptance, a class prior); the step from the drafter's and the target's step-cost physics
+(advisor.methods._drafted.drafted_step). The drafter: ``--draft`` or the catalog's pairing for the target
+(advisor.model.drafter.drafters_for).
+"""
+
+from __future__ import annotations
+
+from advisor.methods import _drafted as dr
+from advisor.methods.base import GainEstimate, common_config, vllm_method_name
+
+K_OPTIONS = (1, 2, 3, 4, 5, 7)
+"""num_speculative_tokens searched for a drafter (vLLM's recipes use 3 to 5 for EAGLE-3 heads; 1 for the lightest
+load). ``--draft-k`` fixes it."""
+
+
+class DrafterMethod:
+    """A method whose drafter is a model (EAGLE-3 head, EAGLE head or draft model): one class, one kind each."""
+
+    kinds: tuple[str, ...] = ()
+    uses_drafter = True
+
+    def vllm_name(self, vf) -> str:
+        return vllm_method_name(vf, self.id, self.id)
+
+    def needs(self, profile, drafter, vf) -> str | None:
+        if drafter is None or drafter.kind not in self.kinds:
+            return f"no {self.title} drafter for {profile.id} (pass --draft DIR_OR_ID, or the catalog pairs none)"
+        from advisor.model.drafter import check_pair
+
+        return check_pair(drafter, profile)
+
+    def ks(self, profile, drafter, *, k_fixed, k_rules, policy, query) -> list[int]:
+        fixed = getattr(query, "draft_k", None)
+        return [fixed] if fixed else list(K_OPTIONS)
+
+    def estimate(self, ctx, k, n, context):
+        key = (self.id, k, n, round(context, 1))
+        if key in ctx.memo:
+            return ctx.memo[key]
+        kbar, spread, source = dr.acceptance(ctx.drafter, k, ctx.workload)
+        plain, verify, draft, notes = dr.drafted_step(ctx.profile, ctx.drafter, ctx.gpu, ctx.layout, n, context, k)
+        r = (verify + draft) / plain
+        est = GainEstimate(gain=dr.gain_band(kbar, r, spread), k_bar=kbar, r=r, k_bar_source=source,
+                           notes=[f"{self.title} tokens/step {kbar:.2f} at K={k}: {source}", *notes])  # fmt: skip
+        ctx.memo[key] = est
+        return est
+
+    def tokens_per_seq(self, k: int, vf) -> float:
+        return 1.0 + k
+
+    def speculative_config(self, decision, vf) -> dict:
+        cfg = common_config(decision, self.vllm_name(vf))
+        if decision.speculative_model is None:
+            raise ValueError(f"{self.id} needs the drafter: set speculative_model")
+        return {"method": cfg.pop("method"), "model": decision.speculative_model, **cfg}
+
+    def extra_memory(self, profile, drafter) -> tuple[int, int]:
+        """The drafter's weights (an EAGLE head shares the target's embedding) and its own KV per token."""
+        if drafter is None:
+            return 0, 0
+        return drafter.weight_bytes, drafter.kv_bytes_per_token
+
+
+class Eagle3(DrafterMethod):
+    id = "eagle3"
+    title = "EAGLE-3"
+    order = 4
+    kinds = ("eagle3",)
+
+
+METHOD = Eagle3()
