@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 MODELS_DIR = Path(__file__).resolve().parent.parent / "catalog" / "models"
-FAMILIES = {"instruct", "reasoning", "reasoning-distill", "base"}
+FAMILIES = {"instruct", "reasoning", "reasoning-distill", "base", "drafter"}
 
 
 def _model_dirs() -> list[Path]:
@@ -30,6 +30,8 @@ def test_config_json_parses_and_has_model_type(model_dir: Path) -> None:
     cfg = json.loads(cfg_path.read_text(encoding="utf-8"))
     assert isinstance(cfg, dict)
     model_type = cfg.get("model_type")
+    if not model_type and isinstance(cfg.get("transformer_layer_config"), dict):  # a speculators-format drafter head
+        model_type = cfg["transformer_layer_config"].get("model_type")
     if not model_type:
         text_config = cfg.get("text_config") or {}
         model_type = text_config.get("model_type") if isinstance(text_config, dict) else None
@@ -50,6 +52,14 @@ def test_card_yaml(model_dir: Path) -> None:
     assert isinstance(source_url, str) and source_url.startswith("https://")
 
     assert card.get("family") in FAMILIES
+
+    from advisor.model.card import CatalogCard
+
+    CatalogCard.model_validate(card)  # the schema, extra keys refused
+    if card["family"] == "drafter":  # EAGLE heads: published figures optional, the drafter block required
+        assert card["drafter"]["kind"] in ("eagle3", "eagle") and card["drafter"]["target"]
+        if card.get("published") is None:
+            return
 
     published = card.get("published")
     assert isinstance(published, dict)

@@ -102,8 +102,9 @@ def check_shape(data: dict, where: str) -> None:
         check_shape(data["text_config"], f"{where} text_config")
 
 
-CARD_FAMILIES = ("instruct", "reasoning", "reasoning-distill", "base")
-"""What a catalog card's ``family`` may say (advisor.model.schema.Family)."""
+CARD_FAMILIES = ("instruct", "reasoning", "reasoning-distill", "base", "drafter")
+"""What a catalog card's ``family`` may say (advisor.model.card.CardFamily: advisor.model.schema.Family, plus
+``drafter`` for an EAGLE head that is no model to serve on its own)."""
 
 
 def _read_card(path: Path) -> dict:
@@ -126,6 +127,18 @@ def _read_card(path: Path) -> dict:
     family = card.get("family")
     if family is not None and family not in CARD_FAMILIES:
         raise ConfigError(f"{path}: family {json.dumps(str(family))[:80]} is not one of {', '.join(CARD_FAMILIES)}")
+    if card.get("drafter") is not None:
+        from pydantic import ValidationError
+
+        from advisor.model.card import DrafterCard
+
+        try:
+            DrafterCard.model_validate(card["drafter"])
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"]) or "drafter"
+            raise ConfigError(f"{path}: drafter.{where}: {first['msg']} (expected drafter: {{kind: eagle3|eagle|draft_model, "
+                              "target: [HF ids], source: ...}})") from None  # fmt: skip
     return card
 
 
@@ -215,6 +228,23 @@ def _from_catalog(model: str, roots: list[Path]) -> ResolvedConfig | None:
                 canonical = f"{cand.parent.name}/{cand.name}"
                 return ResolvedConfig(id=canonical, config=_read_json(cfg), origin=f"bundled catalog ({root})", path=cfg, card=card)
     return None
+
+
+def catalog_cards(roots: list[Path]):
+    """(canonical ``ORG/NAME``, card mapping) of every catalog entry with a ``card.yaml`` under ``roots``, in root
+    order (a user catalog before the bundled one); an id met twice is given once, from the first root."""
+    seen: set[str] = set()
+    for root in roots:
+        if not root.is_dir():
+            continue
+        for org in sorted(p for p in root.iterdir() if p.is_dir()):
+            for entry in sorted(p for p in org.iterdir() if p.is_dir()):
+                card_path = entry / "card.yaml"
+                key = f"{org.name}/{entry.name}"
+                if key.lower() in seen or not card_path.is_file() or not (entry / "config.json").is_file():
+                    continue
+                seen.add(key.lower())
+                yield key, _read_card(card_path)
 
 
 def _from_hf_cache(model: str, cache_dir: Path | None) -> ResolvedConfig | None:
