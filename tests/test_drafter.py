@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from advisor.errors import AdvisorError, ConfigError
-from advisor.model.drafter import REFUSAL, WARNING, Drafter, build_drafter, check_pair, drafters_for, load_drafter
+from advisor.model.drafter import Drafter, build_drafter, check_pair, drafters_for, load_drafter
 from advisor.model.load import load_profile
 from conftest import CATALOG
 
@@ -151,12 +151,12 @@ def test_check_pair():
     llama8, llama70, qwen = (load_profile(m) for m in (LLAMA8B, "meta-llama/Llama-3.3-70B-Instruct", "Qwen/Qwen3-8B"))
     assert check_pair(head, llama8) is None and check_pair(draft, llama70) is None
     refused = check_pair(head, llama70)
-    assert refused.startswith(REFUSAL) and "4096" in refused and "8192" in refused  # hidden size mismatch
-    assert check_pair(draft, qwen).startswith(REFUSAL) and "verify_equal_vocab_size_if_draft_model" in check_pair(draft, qwen)
+    assert refused.kind == "refusal" and "4096" in refused.text and "8192" in refused.text  # hidden size mismatch
+    assert check_pair(draft, qwen).kind == "refusal" and "verify_equal_vocab_size_if_draft_model" in check_pair(draft, qwen).text
     # trained for another target of the same shape: a warning, not a refusal
     base8 = load_profile("meta-llama/Llama-3.1-8B")
     warned = check_pair(head, base8)
-    assert warned.startswith(WARNING) and LLAMA8B in warned
+    assert warned.kind == "warning" and LLAMA8B in warned.text
 
 
 def test_heads_are_refused_as_models_with_a_clear_message():

@@ -28,10 +28,15 @@ from advisor.errors import ConfigError
 from advisor.model.card import DrafterKind
 from advisor.model.schema import ModelProfile
 
-REFUSAL = "cannot run: "
-"""Prefix of a :func:`check_pair` text that means vLLM refuses or breaks on the pair."""
-WARNING = "warning: "
-"""Prefix of a :func:`check_pair` text that means the pair runs but the drafter was trained for another target."""
+class PairIssue(BaseModel):
+    """What :func:`check_pair` found: a pair vLLM refuses or breaks on, or one that runs with unknown acceptance."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    kind: Literal["refusal", "warning"]
+    """refusal: the pair does not run; warning: it runs, but the drafter was trained for another target."""
+    text: str
+    """The message, stating the values and the fix."""
 
 EAGLE3_AUX_LAYERS = 3
 """Target hidden states an EAGLE-3 head fuses: vLLM's ``llama_eagle3.py`` ``LlamaModel.__init__`` builds
@@ -298,9 +303,13 @@ def drafters_for(target_id: str, *, catalog_dirs=()) -> list[str]:
     return [cid for _, cid in sorted(hits, key=lambda h: (h[0], h[1].lower()))]
 
 
-def check_pair(drafter: Drafter, target: ModelProfile) -> str | None:
-    """Why ``drafter`` cannot draft for ``target`` (text starting with :data:`REFUSAL`), a warning that it was trained
-    for another target (text starting with :data:`WARNING`: the pair runs, acceptance is unknown), or None.
+def _issue(kind, text: str) -> PairIssue:
+    return PairIssue(kind=kind, text=text)
+
+
+def check_pair(drafter: Drafter, target: ModelProfile) -> PairIssue | None:
+    """Why ``drafter`` cannot draft for ``target`` (a ``refusal``), a ``warning`` that it was trained for another
+    target (the pair runs, acceptance is unknown), or None.
 
     - EAGLE heads read the target's hidden states: the head's ``target_hidden_size`` must be the target's hidden
       size (the fc input of ``llama_eagle3.py`` is ``target_hidden_size * 3``), and an EAGLE-3 head's
@@ -310,18 +319,18 @@ def check_pair(drafter: Drafter, target: ModelProfile) -> str | None:
     """
     if drafter.kind in ("eagle3", "eagle"):
         if drafter.target_hidden_size != target.hidden_size:
-            return (f"{REFUSAL}{drafter.id} is an {drafter.kind} head that reads hidden states of width "
+            return _issue("refusal", f"{drafter.id} is an {drafter.kind} head that reads hidden states of width "
                     f"{drafter.target_hidden_size}, but {target.id} has hidden_size {target.hidden_size}; "
                     "use a head trained for this target (see drafters_for)")  # fmt: skip
         if drafter.kind == "eagle3" and drafter.target_vocab_size is not None and drafter.target_vocab_size != target.vocab_size:
-            return (f"{REFUSAL}{drafter.id} maps its draft tokens into a vocabulary of {drafter.target_vocab_size}, but "
+            return _issue("refusal", f"{drafter.id} maps its draft tokens into a vocabulary of {drafter.target_vocab_size}, but "
                     f"{target.id} has vocab_size {target.vocab_size}; use a head trained for this target's tokenizer")  # fmt: skip
     elif drafter.draft_vocab_size != target.vocab_size:
-        return (f"{REFUSAL}draft model {drafter.id} has vocab_size {drafter.draft_vocab_size} and {target.id} has "
+        return _issue("refusal", f"draft model {drafter.id} has vocab_size {drafter.draft_vocab_size} and {target.id} has "
                 f"{target.vocab_size}; vLLM requires equal vocabularies for a draft model "
                 "(vllm/config/speculative.py SpeculativeConfig.verify_equal_vocab_size_if_draft_model): pick a draft "
                 "model of the target's tokenizer")  # fmt: skip
     if drafter.targets and target.id.strip().lower() not in {t.lower() for t in drafter.targets}:
-        return (f"{WARNING}{drafter.id} was trained for {', '.join(drafter.targets)}, not {target.id}: it runs, but its "
+        return _issue("warning", f"{drafter.id} was trained for {', '.join(drafter.targets)}, not {target.id}: it runs, but its "
                 "acceptance on this target is unknown (measure it with advisor probe)")  # fmt: skip
     return None
