@@ -31,7 +31,8 @@ class DrafterMethod:
             return f"no {self.title} drafter for {profile.id} (pass --draft DIR_OR_ID, or the catalog pairs none)"
         from advisor.model.drafter import check_pair
 
-        return check_pair(drafter, profile)
+        issue = check_pair(drafter, profile)
+        return issue.text if issue is not None and issue.kind == "refusal" else None
 
     def ks(self, profile, drafter, *, k_fixed, k_rules, policy, query) -> list[int]:
         fixed = getattr(query, "draft_k", None)
