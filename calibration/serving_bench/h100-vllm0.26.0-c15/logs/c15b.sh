@@ -1,0 +1,2 @@
+export PYTHONPATH=/tmp/site:/tmp/arctic VLLM_USE_FLASHINFER_SAMPLER=0 VLLM_CACHE_ROOT=/root/vcache PYTHONUNBUFFERED=1 ARCTIC_INFERENCE_ENABLED=0 VLLM_PLUGINS=''
+for s in eagle3:3 eagle3:5; do t=${s//:/_}; timeout 330 python3 /root/stash/c15run/stepbench.py --model /root/stash/models/Llama-3.1-8B-Instruct --spec $s --draft /root/stash/c15models/EAGLE3-mpe131072 --conc 1,8,32,64 --results /root/c15/c15b_steps.jsonl > /root/c15/c15b_$t.log 2>&1; nvidia-smi --query-compute-apps=pid --format=csv,noheader | xargs -r kill -9 2>/dev/null; sleep 2; done; touch /root/c15b.done
