@@ -71,9 +71,34 @@ def serve_flags(decision: Decision, version: str = DEFAULT_VERSION) -> list[str]
     spec = d.speculative_config()
     if spec is not None and spec["method"] == "mtp":  # the advisor's name -> this vLLM's
         spec = {**spec, "method": facts(version).mtp_method}
+    if spec is not None and spec["method"] == "suffix":  # only the knobs this line's suffix proposer reads
+        spec = {k: v for k, v in spec.items() if k not in dropped_suffix_knobs(d, version)}
     if spec is not None:
         flags += ["--speculative-config", json.dumps(spec, separators=(",", ":"))]
     return flags
+
+
+def dropped_suffix_knobs(decision: Decision, version: str = DEFAULT_VERSION) -> dict[str, object]:
+    """``suffix_decoding_*`` values ``decision`` sets (those differing from vLLM's defaults,
+    Decision.speculative_config) that vLLM ``version``'s suffix proposer does not read
+    (advisor.vllm_facts ``suffix_tuning_knobs``): serve_flags leaves them out."""
+    spec = decision.speculative_config()
+    if spec is None or spec["method"] != "suffix":
+        return {}
+    read = facts(version).suffix_tuning_knobs
+    return {k: v for k, v in spec.items() if k.startswith("suffix_decoding_") and k not in read}
+
+
+def flag_warnings(decision: Decision, version: str = DEFAULT_VERSION) -> list[str]:
+    """What serve_flags left out of what the decision asks for, for the command's warnings."""
+    dropped = dropped_suffix_knobs(decision, version)
+    if not dropped:
+        return []
+    f = facts(_check_version(version))
+    given = ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in dropped.items())
+    how = "; it drafts all num_speculative_tokens every step" if f.suffix_drafts_full_k else ""
+    return [f"{given} not rendered: vLLM {f.version}'s suffix decoding does not read {'it' if len(dropped) == 1 else 'them'} "
+            f"({f.sources.get('suffix_tuning_knobs', '')}{how})"]
 
 
 def serve_argv(model: str, decision: Decision, version: str = DEFAULT_VERSION, *, program: tuple[str, ...] = ("vllm", "serve")) -> list[str]:
