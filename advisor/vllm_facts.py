@@ -105,7 +105,8 @@ class VllmFacts(BaseModel):
     """Whether async scheduling stays on with suffix decoding (VllmConfig.__post_init__)."""
     async_spec_methods: tuple[str, ...]
     """Speculative methods vLLM keeps async scheduling on with (EAGLE/MTP, the GPU n-gram proposer, DSpark);
-    every other method (suffix, the CPU ``ngram``) turns it off. The step-cost model prices accordingly: a
+    every other method (suffix, the CPU ``ngram``) turns it off. 0.34: every method (suffix and ``ngram`` are GPU
+    speculators there). The step-cost model prices accordingly: a
     CPU-proposer step pays the host profile's cost on top of the GPU step, an MTP step overlaps the host floor
     (advisor.predict.absolute.mtp_gain). ``ngram_gpu`` is measured by probes, not recommended (docs/predictor.md)."""
     capture_sizes_multiple_of_qlen: bool
