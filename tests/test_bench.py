@@ -108,7 +108,7 @@ def test_a_rate_answer_is_checked_with_poisson_arrivals(run_cli):
 
 
 @pytest.mark.vllm
-@pytest.mark.parametrize("version", ["0.26", "0.32", "0.33"])
+@pytest.mark.parametrize("version", ["0.26", "0.32", "0.33", "0.34"])
 def test_vllms_own_bench_parser_reads_every_flag(version):
     """Each command as vLLM's `vllm bench serve` parser reads it (vllm/benchmarks/serve.py add_cli_args)."""
     python, env = vllm_env(version)

@@ -2,8 +2,9 @@
 intended values, by that release's own `serve` argument parser and config classes.
 
 Each supported version (advisor.vllm_facts) runs against its own code: 0.32 in the vLLM test venv
-(scripts/setup_vllm_venv.sh, default .cache/vllm-venv or $ADVISOR_VLLM_VENV), 0.26 and 0.33 as wheels
-beside it (scripts/setup_vllm_parsers.sh; tests/vllm_helpers/versions.py). All cases of one version
+(scripts/setup_vllm_venv.sh, default .cache/vllm-venv or $ADVISOR_VLLM_VENV), 0.26, 0.33 and 0.34 as wheels
+beside it (scripts/setup_vllm_parsers.sh; tests/vllm_helpers/versions.py). 0.34.0 pins torch 2.14; its
+parser and config modules import with the venv's torch 2.13. All cases of one version
 run in one subprocess: importing vLLM takes ~10 s on 2 cores.
 """
 
@@ -17,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from advisor.domain.decision import Decision, NgramParams, SuffixParams
-from advisor.render.flags import serve_argv
+from advisor.render.flags import dropped_suffix_knobs, serve_argv
 from advisor.vllm_facts import facts
 from tests.vllm_helpers.versions import ALL, vllm_env, vllm_python
 
@@ -25,9 +26,10 @@ from tests.vllm_helpers.versions import ALL, vllm_env, vllm_python
 def _spec_cfg(d, version=None):
     """The --speculative-config advisor.methods renders for ``d`` on ``version`` (None: the default line)."""
     from advisor.methods import speculative_config
-    from advisor.vllm_facts import DEFAULT_VERSION, facts
+    from advisor.vllm_facts import DEFAULT_VERSION
+    from advisor.vllm_facts import facts as facts_of
 
-    return speculative_config(d, facts(version or DEFAULT_VERSION))
+    return speculative_config(d, facts_of(version or DEFAULT_VERSION))
 
 
 __all__ = ["vllm_python"]
@@ -103,6 +105,8 @@ def parsed(tmp_path_factory, version: str) -> dict[str, dict]:
     bad_spec = json.dumps({"method": "suffix", "num_speculative_tokens": 8, "suffix_decoding_min_token_prob": 2.0})
     cases.append({"id": "bad_suffix_value", "argv": [MODEL, "--speculative-config", bad_spec]})
     cases.append({"id": "bad_cudagraph_mode", "argv": [MODEL, "--compilation-config", '{"cudagraph_mode":"SOMETIMES"}']})
+    # suffix without K: the release's own default K (advisor.vllm_facts suffix_default_k)
+    cases.append({"id": "suffix_default_k", "argv": [MODEL, "--speculative-config", '{"method":"suffix"}']})
     # The probe's own configurations (advisor.probe.configs) go through the same parser.
     from advisor.probe.configs import parse_configs, probe_flags
 
@@ -203,8 +207,14 @@ def test_vllm_accepts_rendered_launch_and_unit(parsed: dict[str, dict], case_id:
     assert v["cudagraph_mode"] == d.cudagraph_mode and v["speculative_config"] == _spec_cfg(d)
 
 
+def test_suffix_default_k_is_the_release_own(parsed: dict[str, dict], version: str) -> None:
+    result = parsed["suffix_default_k"]
+    assert result["ok"], result["error"]
+    assert result["values"]["spec_validated"]["num_speculative_tokens"] == facts(version).suffix_default_num_tokens
+
+
 @pytest.mark.parametrize("case_id", list(CASES))
-def test_vllm_accepts_rendered_flags(parsed: dict[str, dict], case_id: str) -> None:
+def test_vllm_accepts_rendered_flags(parsed: dict[str, dict], case_id: str, version: str) -> None:
     d = CASES[case_id]
     result = parsed[case_id]
     assert result["ok"], result["error"]
@@ -215,18 +225,25 @@ def test_vllm_accepts_rendered_flags(parsed: dict[str, dict], case_id: str) -> N
     assert v["max_model_len"] == d.max_model_len
     assert v["max_num_seqs"] == d.max_num_seqs
     assert v["cudagraph_mode"] == d.cudagraph_mode
-    spec = _spec_cfg(d)
-    assert v["speculative_config"] == spec
+    spec = _spec_cfg(d)  # the advisor's knobs, before a line drops the ones it does not read
+    dropped = dropped_suffix_knobs(d, version)  # knobs this release's suffix proposer does not read: not rendered
+    assert v["speculative_config"] == (None if spec is None else {k: x for k, x in spec.items() if k not in dropped})
     if spec is None:
         assert "spec_validated" not in v
     else:
         s = v["spec_validated"]
         assert s["method"] == "suffix"
         assert s["num_speculative_tokens"] == d.num_speculative_tokens
-        assert s["suffix_decoding_max_tree_depth"] == d.suffix.max_tree_depth
-        assert s["suffix_decoding_max_cached_requests"] == d.suffix.max_cached_requests
-        assert s["suffix_decoding_max_spec_factor"] == pytest.approx(d.suffix.max_spec_factor)
-        assert s["suffix_decoding_min_token_prob"] == pytest.approx(d.suffix.min_token_prob)
+        f = facts(version)
+        defaults = {"max_tree_depth": f.suffix_max_tree_depth, "max_cached_requests": f.suffix_max_cached_requests,
+                    "max_spec_factor": f.suffix_max_spec_factor, "min_token_prob": f.suffix_min_token_prob}  # fmt: skip
+        for name, default in defaults.items():
+            key = f"suffix_decoding_{name}"
+            want = getattr(d.suffix, name) if key in f.suffix_tuning_knobs else default  # dropped: vLLM's default
+            assert s[key] == pytest.approx(want), key
+        if case_id == "suffix_k8_params":  # the 0.34 line drops two of the four knobs; the older lines none
+            assert set(dropped) == ({"suffix_decoding_max_spec_factor", "suffix_decoding_min_token_prob"}
+                                    if f.suffix_drafts_full_k else set())  # fmt: skip
 
 
 def test_vllm_rejects_unknown_flag(parsed: dict[str, dict]) -> None:

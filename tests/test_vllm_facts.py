@@ -1,6 +1,7 @@
 """advisor.vllm_facts against each supported vLLM release's own code: its config defaults, its
 get_batch_defaults on stand-in GPUs and its source, read in the vLLM test venv (0.32) or with the
-release's wheel beside it (0.26, 0.33; tests/vllm_helpers/versions.py)."""
+release's wheel beside it (0.26, 0.33, 0.34; tests/vllm_helpers/versions.py). 0.34.0 requires torch
+2.14; its config, engine and parser modules import with the venv's torch 2.13 (nothing here runs a kernel)."""
 
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ from vllm.config import CacheConfig, SpeculativeConfig, VllmConfig, CompilationC
 import vllm.envs as envs
 from vllm.usage.usage_lib import UsageContext
 fields = {f.name: f.default for f in dataclasses.fields(SpeculativeConfig)}
-import typing
+import logging, typing
 src_vllm = inspect.getsource(VllmConfig)
 src_spec = inspect.getsource(importlib.import_module("vllm.config.speculative"))
 
@@ -38,6 +39,44 @@ class Gpu:  # what get_batch_defaults asks the platform
     def is_device_capability(self, cap, device_id=0): return False
     def is_tpu(self): return False
     def is_cpu(self): return False
+
+def _names(t):
+    out = []
+    for a in typing.get_args(t):
+        out += _names(a) if typing.get_args(a) else [a]
+    return out
+spec_mod = importlib.import_module("vllm.config.speculative")
+mtp_aliases = set(_names(spec_mod.MTPModelTypes)) - {"mtp"}
+spec_methods = [m for m in _names(spec_mod.SpeculativeMethod) if m not in mtp_aliases]
+
+def _suffix_config(**kw):
+    # SpeculativeConfig(method="suffix", ...) as the release builds it (0.26-0.33 check that arctic_inference
+    # imports to validate suffix: a stand-in module answers that check, which reads nothing from it)
+    import types
+    sys.modules.setdefault("arctic_inference", types.ModuleType("arctic_inference"))
+    for mod in ("vllm.config.speculative", "vllm.utils.import_utils"):
+        try:
+            m = importlib.import_module(mod)
+        except ImportError:
+            continue
+        if hasattr(m, "has_arctic_inference"):
+            m.has_arctic_inference = lambda: True
+    logging.disable(logging.WARNING)
+    return SpeculativeConfig(method="suffix", **kw)
+
+# What the release's suffix proposer reads: the V1 proposer (vllm/v1/spec_decode/suffix_decoding.py) or 0.34's
+# GPU speculator (vllm/v1/worker/gpu/spec_decode/suffix/speculator.py)
+def _source(mod):
+    try:
+        found = importlib.util.find_spec(mod)
+    except ModuleNotFoundError:  # a parent package the release lacks
+        return None
+    return open(found.origin).read() if found is not None else None
+suffix_proposer = next(m for m in ("vllm.v1.worker.gpu.spec_decode.suffix.speculator", "vllm.v1.spec_decode.suffix_decoding")
+                       if _source(m) is not None)
+suffix_src = _source(suffix_proposer)
+ngram_cfg_src = _source("vllm.v1.worker.gpu.spec_decode.ngram.config") or ""
+ngram_spec_src = _source("vllm.v1.worker.gpu.spec_decode.ngram.speculator") or ""
 
 tiers = {}
 for gpu, (gib, name) in json.loads(os.environ["GPUS"]).items():
@@ -66,6 +105,23 @@ print(json.dumps({
     "profiles_graphs": bool(envs.VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS),
     "parser": hasattr(importlib.import_module(os.environ["ADVISOR_PARSER_MODULE"]), "make_arg_parser"),
     "tiers": tiers,
+    "spec_methods": spec_methods,
+    "suffix_default_k": _suffix_config().num_speculative_tokens,
+    "suffix_default_k_depth4": _suffix_config(suffix_decoding_max_tree_depth=4).num_speculative_tokens,
+    "suffix_default_k_depth64": _suffix_config(suffix_decoding_max_tree_depth=64).num_speculative_tokens,
+    "corpus_tokens": fields.get("suffix_decoding_corpus_tokens"),
+    "suffix_proposer": suffix_proposer,
+    # the suffix_decoding_* fields the proposer's source reads (config.suffix_decoding_X / spec.suffix_decoding_X)
+    "suffix_reads": sorted(set(re.findall(r"(?:config|spec)\.(suffix_decoding_[a-z_]+)", suffix_src))),
+    # 0.34: filler slots (no match) are the last sampled token, stored and verified like drafts
+    "suffix_fills_k": "out = tl.where(draft_ok, draft, last_tok)" in suffix_src,
+    "ngram_gpu_for_ngram": 'base_method = "ngram"' in ngram_cfg_src and "NgramGPUSpeculator" in ngram_cfg_src,
+    "ngram_fills_k": "tl.where(slot_valid, gathered, last_tok)" in ngram_spec_src,
+    "block_default": CacheConfig.DEFAULT_BLOCK_SIZE,
+    "gmu_class_default": getattr(CacheConfig, "DEFAULT_GPU_MEMORY_UTILIZATION", None),
+    "extensible": "enable_extensible_kv_cache" in {f.name for f in dataclasses.fields(CacheConfig)},
+    "v1_runner": _source("vllm.v1.worker.gpu_model_runner") is not None,
+    "imports_arctic": "arctic_inference" in src_spec,
     # MTP drafter modules vLLM compiles (@support_torch_compile on a class of the module), read from the source
     "mtp_compiled": {mt: "@support_torch_compile" in open(importlib.util.find_spec(
         f"vllm.model_executor.models.{mod}").origin).read() for mt, mod in
@@ -89,13 +145,29 @@ def test_facts_match_the_release_own_config_defaults(version: str):
     assert (f.suffix_max_tree_depth, f.suffix_max_cached_requests, f.suffix_max_spec_factor, f.suffix_min_token_prob) == (
         got["depth"], got["cached"], got["factor"], got["min_prob"])  # fmt: skip
     assert f.block_size == got["block"]
-    assert f.gpu_memory_utilization == got["gmu"]
+    if f.extensible_kv_cache:  # unset: 1.0 with the extensible KV cache, the class default without it
+        assert got["gmu"] is None and got["extensible"] and f.gpu_memory_utilization == got["gmu_class_default"]
+    else:
+        assert f.gpu_memory_utilization == got["gmu"] and not got["extensible"]
     assert (f.graph_cap_sm100 == 1024) == got["cap_sm100"] and got["cap_512"] and f.graph_cap == 512
     assert f.capture_sizes_multiple_of_qlen == got["rounds_to_qlen"]
     assert f.async_scheduling_with_suffix is not got["async_off_for_other_methods"]
-    assert got["names_ngram_gpu_and_dspark"] and "mtp" in got["async_types"] and "ngram_gpu" in got["async_types"]
-    assert set(f.async_spec_methods) <= set(got["async_types"]) | {"dspark"}
-    assert not {"suffix", "ngram"} & set(got["async_types"]) and not {"suffix", "ngram"} & set(f.async_spec_methods)
+    if f.async_scheduling_with_suffix:  # 0.34: no method turns async scheduling off
+        assert set(f.async_spec_methods) == set(got["spec_methods"]) and not got["v1_runner"]
+    else:
+        assert got["names_ngram_gpu_and_dspark"] and "mtp" in got["async_types"] and "ngram_gpu" in got["async_types"]
+        assert set(f.async_spec_methods) <= set(got["async_types"]) | {"dspark"}
+        assert not {"suffix", "ngram"} & set(got["async_types"]) and not {"suffix", "ngram"} & set(f.async_spec_methods)
+    # the methods and the suffix rules of this release (issue 41)
+    assert list(f.spec_methods) == got["spec_methods"] and {"eagle3", "draft_model", "suffix", "ngram", "mtp"} <= set(f.spec_methods)
+    assert (got["suffix_default_k"], got["suffix_default_k_depth4"]) == (f.suffix_default_num_tokens, 4)
+    assert got["suffix_default_k_depth64"] == (64 if f.suffix_default_k is None else f.suffix_default_k)
+    assert f.suffix_corpus_tokens == got["corpus_tokens"]
+    assert set(f.suffix_tuning_knobs) == set(got["suffix_reads"]) - {"suffix_decoding_corpus_tokens"}, got["suffix_proposer"]
+    assert f.suffix_drafts_full_k == got["suffix_fills_k"] == got["suffix_proposer"].startswith("vllm.v1.worker.gpu.")
+    assert f.ngram_drafts_full_k == (got["ngram_gpu_for_ngram"] and got["ngram_fills_k"])
+    assert f.block_size == got["block_default"]
+    assert (f.arctic_inference is None) is not got["imports_arctic"]
     assert got["mtp"] and f.mtp_method == "mtp"
     # the MTP drafters this release runs eagerly (no @support_torch_compile in the module: priced as host work,
     # advisor.predict.absolute.mtp_gain) are exactly the catalogued MTP model types without it
@@ -107,15 +179,16 @@ def test_facts_match_the_release_own_config_defaults(version: str):
 
 
 def test_facts_table_is_per_version_with_sources_and_unknown_versions_name_the_supported():
-    assert vllm_facts.versions() == ["0.26", "0.32", "0.33"]
+    assert vllm_facts.versions() == ["0.26", "0.32", "0.33", "0.34"]
     assert vllm_facts.facts("0.26").graph_cap_sm100 == 512 and vllm_facts.facts("0.32.0").graph_cap_sm100 == 1024
     for v in vllm_facts.versions():
         f = vllm_facts.facts(v)
         assert f.suffix_draft_cap == 12  # depth 24, factor 1.0
         assert set(f.sources) >= {"suffix_*", "block_size", "graph_cap", "async_scheduling_with_suffix", "batch_tiers",
-                                  "parser_module", "profiles_cudagraph_memory", "mtp_method"}  # fmt: skip
+                                  "parser_module", "profiles_cudagraph_memory", "mtp_method", "suffix_default_k",
+                                  "suffix_drafts_full_k", "suffix_tuning_knobs", "spec_methods"}  # fmt: skip
         assert all(f"({f.release}" in src for src in f.sources.values()), v
-    with pytest.raises(KeyError, match="supported: 0.26, 0.32, 0.33"):
+    with pytest.raises(KeyError, match="supported: 0.26, 0.32, 0.33, 0.34"):
         vllm_facts.facts("0.99")
 
 
@@ -125,6 +198,24 @@ def test_batch_defaults_differ_where_the_releases_do():
     assert vllm_facts.facts("0.32").batch_defaults(b200, "nvidia b200") == (16384, 1024)
     assert vllm_facts.facts("0.32").batch_defaults(gb10, "nvidia gb10") == (8192, 1024)
     assert vllm_facts.facts("0.33").batch_defaults(gb10, "nvidia gb10") == (2048, 256)  # GB10 kept small
+    assert vllm_facts.facts("0.34").batch_defaults(gb10, "nvidia gb10") == (2048, 256)
+
+
+def test_the_suffix_rules_per_line():
+    """issue 41: 0.34's GPU suffix speculator drafts all K, defaults K to min(8, depth) and reads neither
+    max_spec_factor nor min_token_prob; 0.26-0.33 default K to the depth and read all four knobs."""
+    old_knobs = {"suffix_decoding_max_tree_depth", "suffix_decoding_max_cached_requests",
+                 "suffix_decoding_max_spec_factor", "suffix_decoding_min_token_prob"}  # fmt: skip
+    for v in ("0.26", "0.32", "0.33"):
+        f = vllm_facts.facts(v)
+        assert (f.suffix_default_k, f.suffix_default_num_tokens, f.suffix_drafts_full_k) == (None, 24, False)
+        assert set(f.suffix_tuning_knobs) == old_knobs and f.arctic_inference and not f.extensible_kv_cache
+    new = vllm_facts.facts("0.34")
+    assert (new.suffix_default_k, new.suffix_default_num_tokens, new.suffix_drafts_full_k, new.ngram_drafts_full_k) == (8, 8, True, True)
+    assert set(new.suffix_tuning_knobs) == old_knobs - {"suffix_decoding_max_spec_factor", "suffix_decoding_min_token_prob"}
+    assert new.arctic_inference is None and new.async_scheduling_with_suffix and new.block_size == 64
+    for v in vllm_facts.versions():
+        assert {"eagle3", "draft_model"} <= set(vllm_facts.facts(v).spec_methods)
 
 
 def test_version_choice_ranks_flag_setting_installed_default():
@@ -138,7 +229,7 @@ def test_version_choice_ranks_flag_setting_installed_default():
     c = vllm_facts.choose_version(None, None, lambda: "0.30.1")
     assert c.version == vllm_facts.DEFAULT_VERSION and "0.30.1 is not supported" in c.note
     assert vllm_facts.choose_version(None, None, none).why.startswith("default")
-    with pytest.raises(UsageError, match=r"--vllm-version 0.31: vLLM 0.31 is not supported; supported: 0.26, 0.32, 0.33"):
+    with pytest.raises(UsageError, match=r"--vllm-version 0.31: vLLM 0.31 is not supported; supported: 0.26, 0.32, 0.33, 0.34"):
         vllm_facts.choose_version("0.31", None, none)
 
 

@@ -14,7 +14,7 @@ MODEL = "meta-llama/Llama-3.1-8B-Instruct"
 HOST = ("--gpu", "H200", "--gpus", "1")
 
 
-@pytest.mark.parametrize("version", ["0.26", "0.33"])
+@pytest.mark.parametrize("version", ["0.26", "0.33", "0.34"])
 def test_render_targets_the_given_version(run_cli, tmp_path, version):
     out = tmp_path / "o"
     code, stdout, err = run_cli("render", MODEL, *HOST, "--out", str(out), "--vllm-bin", "/usr/bin/vllm", "--vllm-version", version)
@@ -41,14 +41,14 @@ def test_an_unsupported_version_is_exit_2_naming_the_supported(run_cli, tmp_path
     extra = ("--out", str(tmp_path / "o")) if command == "render" else ()
     code, stdout, err = run_cli(command, MODEL, *HOST, *extra, "--vllm-version", "0.31")
     assert code == 2 and stdout == ""
-    assert "vLLM 0.31 is not supported; supported: 0.26, 0.32, 0.33" in err
+    assert "vLLM 0.31 is not supported; supported: 0.26, 0.32, 0.33, 0.34" in err
     assert not (tmp_path / "o").exists()
 
 
 def test_an_unsupported_setting_is_exit_2(run_cli, tmp_path, monkeypatch):
     monkeypatch.setenv("ADVISOR_VLLM_VERSION", "0.9")
     code, _, err = run_cli("render", MODEL, *HOST, "--out", str(tmp_path / "o"))
-    assert code == 2 and "vllm_version" in err and "supported: 0.26, 0.32, 0.33" in err
+    assert code == 2 and "vllm_version" in err and "supported: 0.26, 0.32, 0.33, 0.34" in err
 
 
 def test_recommend_says_which_version_and_why(run_cli, monkeypatch):
@@ -68,7 +68,7 @@ def test_an_unsupported_installed_vllm_falls_back_with_a_warning(run_cli, monkey
     monkeypatch.setattr(vllm_facts, "installed_version", lambda: "0.30.0")
     code, stdout, err = run_cli("recommend", MODEL, *HOST)
     assert code == 0, err
-    assert f"0.30.0 is not supported (supported: 0.26, 0.32, 0.33); rendered for {vllm_facts.DEFAULT_VERSION}" in stdout
+    assert f"0.30.0 is not supported (supported: 0.26, 0.32, 0.33, 0.34); rendered for {vllm_facts.DEFAULT_VERSION}" in stdout
 
 
 def test_a_version_folder_overrides_only_the_templates_it_holds(tmp_path, monkeypatch):

@@ -90,7 +90,9 @@ def render_cmd(
     target = make_target(serve_model(model) if rec.model["id"] == model else rec.model["id"], rec.decision,
                          vllm_bin=vllm_bin, env_file=env_file, host=host, port=port,
                          served_model_name=served_model_name, extra_env=extra_env, resolve=fmt == "systemd")  # fmt: skip
-    warnings = list(rec.warnings) + list(target.warnings)
+    from advisor.render.flags import flag_warnings
+
+    warnings = list(rec.warnings) + list(target.warnings) + flag_warnings(rec.decision, vllm.version)
     warnings += check_boots(rec, lambda n: build_recommendation(model, opts, gpus_per_node=gpus_per_node, gpus=n, tp=None), force=force)
     warnings += [vllm.note] if vllm.note else []
     files, more = _render(fmt, target, rec, gpus_per_node=gpus_per_node or 8, image=image, version=vllm.version)

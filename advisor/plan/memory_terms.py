@@ -239,10 +239,10 @@ def capture_sizes(gpu: GpuSpec, k: int, max_num_seqs: int, max_num_batched_token
     if max_num_batched_tokens <= cap:
         sizes.append(max_num_batched_tokens)
     sizes += [s for s in uniform if s <= max_num_batched_tokens]
-    if qlen > 1 and mode in ("FULL_AND_PIECEWISE", "FULL", "FULL_DECODE_ONLY"):
+    if qlen > 1 and mode in ("FULL_AND_PIECEWISE", "FULL", "FULL_DECODE_ONLY") and _facts(version).capture_sizes_multiple_of_qlen:
         # vllm/config/compilation.py adjust_cudagraph_sizes_for_spec_decode (FULL decode mode, model
         # runner V1): sizes rounded up to multiples of 1 + K, those above the cap dropped. Measured on
-        # vLLM 0.26.0, K=32: "PIECEWISE=15 (largest=495), FULL=15 (largest=495)".
+        # vLLM 0.26.0, K=32: "PIECEWISE=15 (largest=495), FULL=15 (largest=495)". Gone in 0.34.
         sizes = [-(-s // qlen) * qlen for s in sizes]
         sizes = [s for s in sizes if s <= cap]
     return sorted(set(sizes)), qlen

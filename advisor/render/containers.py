@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict
 
 from advisor.domain.decision import Decision
 from advisor.render import quoting
-from advisor.render.files import _environment, base_context, serve_args, summary_line
+from advisor.render.files import _environment, base_context, needs_arctic, serve_args, summary_line
 from advisor.render.flags import _check_version
 from advisor.render.target import Target
 from advisor.render.ray_start import RAY_START_SCRIPT
@@ -81,7 +81,7 @@ def images(decision: Decision, version: str, image: str | None) -> Images:
     stock vLLM image, or with suffix the Containerfile's image built FROM it."""
     if image is not None:
         quoting.check_image(image)
-    suffix = decision.speculative_method == "suffix"
+    suffix = needs_arctic(decision, version)
     base = image or default_image(version)
     if image is not None or not suffix:
         return Images(run=base, base=base, build=False, given=image is not None)
@@ -122,7 +122,7 @@ def _context(target: Target, decision: Decision, version: str, *, imgs: Images, 
         "name": "vllm",
         "image": imgs.run,
         "build": imgs.build,
-        "arctic_entry": ARCTIC_ENTRY.replace("@PIN@", facts(version).arctic_inference),
+        "arctic_entry": ARCTIC_ENTRY.replace("@PIN@", facts(version).arctic_inference or ""),
         "serve_args": serve_args(pod_target, decision, version),
         "env_items": target.env,
         "summary": summary_line(decision),
@@ -193,7 +193,7 @@ def render_compose(target: Target, decision: Decision, *, version: str = DEFAULT
 
 def container_warnings(decision: Decision, version: str, image: str | None, fmt: str) -> list[str]:
     """What the user must do for Arctic Inference that the files cannot do themselves."""
-    if decision.speculative_method != "suffix":
+    if not needs_arctic(decision, _check_version(version)):
         return []
     imgs = images(decision, _check_version(version), image)
     if imgs.given:

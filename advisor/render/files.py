@@ -122,6 +122,12 @@ def summary_line(decision: Decision) -> str:
             f"max_model_len {d.max_model_len}, cudagraph {d.cudagraph_mode}")  # fmt: skip
 
 
+def needs_arctic(decision: Decision, version: str) -> bool:
+    """Suffix decoding on a line whose vLLM imports Arctic Inference for it (advisor.vllm_facts arctic_inference;
+    0.34's suffix speculator is vLLM's own)."""
+    return decision.speculative_method == "suffix" and facts(version).arctic_inference is not None
+
+
 def base_context(target: Target, decision: Decision, version: str) -> dict:
     """What every template (systemd, k8s, compose) shares."""
     return {
@@ -131,7 +137,7 @@ def base_context(target: Target, decision: Decision, version: str) -> dict:
         "decision_summary_comment": quoting.comment(summary_line(decision)),
         "description": f"vLLM {version} serving {target.model}",
         "required_gpus": int(decision.tensor_parallel_size * decision.data_parallel_size),
-        "needs_arctic": decision.speculative_method == "suffix",
+        "needs_arctic": needs_arctic(decision, version),
         "arctic": facts(version).arctic_inference,
         "target": target,
     }
@@ -164,7 +170,7 @@ def render_target(target: Target, decision: Decision, *, version: str = DEFAULT_
         "exec_argv": [target.exec_path, *args],
         "ready_argv": ["/bin/bash", "-c", READY_SCRIPT, "vllm-ready", target.health_host(), str(target.port)],
         "arctic_check_argv": ["/bin/bash", "-c", ARCTIC_CHECK_SCRIPT, "arctic-check", target.exec_path,
-                              facts(major_minor).arctic_inference],
+                              facts(major_minor).arctic_inference or ""],
         "env_file": target.env_file,
         "unit_name": target.unit_name,
         "timeout_start_s": TIMEOUT_START_S,

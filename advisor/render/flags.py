@@ -75,6 +75,31 @@ def serve_flags(decision: Decision, version: str = DEFAULT_VERSION) -> list[str]
     return flags
 
 
+def dropped_suffix_knobs(decision: Decision, version: str = DEFAULT_VERSION) -> dict[str, object]:
+    """``suffix_decoding_*`` values ``decision`` sets (those differing from vLLM's defaults) that vLLM ``version``'s suffix proposer does not read
+    (advisor.vllm_facts ``suffix_tuning_knobs``): serve_flags leaves them out."""
+    from advisor.domain.decision import SuffixParams
+
+    if decision.speculative_method != "suffix":
+        return {}
+    read, defaults = facts(version).suffix_tuning_knobs, SuffixParams()
+    given = {f"suffix_decoding_{n}": getattr(decision.suffix, n) for n in SuffixParams.model_fields
+             if getattr(decision.suffix, n) != getattr(defaults, n)}  # fmt: skip
+    return {k: v for k, v in given.items() if k not in read}
+
+
+def flag_warnings(decision: Decision, version: str = DEFAULT_VERSION) -> list[str]:
+    """What serve_flags left out of what the decision asks for, for the command's warnings."""
+    dropped = dropped_suffix_knobs(decision, version)
+    if not dropped:
+        return []
+    f = facts(_check_version(version))
+    given = ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in dropped.items())
+    how = "; it drafts all num_speculative_tokens every step" if f.suffix_drafts_full_k else ""
+    return [f"{given} not rendered: vLLM {f.version}'s suffix decoding does not read {'it' if len(dropped) == 1 else 'them'} "
+            f"({f.sources.get('suffix_tuning_knobs', '')}{how})"]
+
+
 def serve_argv(model: str, decision: Decision, version: str = DEFAULT_VERSION, *, program: tuple[str, ...] = ("vllm", "serve")) -> list[str]:
     """Full command: ``vllm serve MODEL FLAGS…``."""
     return [*program, model, *serve_flags(decision, version)]
