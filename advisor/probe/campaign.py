@@ -17,6 +17,7 @@ import contextlib
 
 import hashlib
 import json
+import os
 import shlex
 import time
 from collections.abc import Callable
@@ -111,8 +112,21 @@ def server_program(server_cmd: str) -> list[str]:
     return prefix if prefix[-1] in ("serve", "--model") else [*prefix, "--model"]
 
 
+def model_argument(model: str) -> str:
+    """MODEL as the server's argument: a MODEL starting with '-' would be read by ``vllm serve`` as a flag
+    (issue 43: ``probe -- --trust-remote-code``), so a local path of that name goes as ``./-name`` and
+    anything else is refused (a Hugging Face id never starts with '-')."""
+    if not model.startswith("-"):
+        return model
+    if os.path.lexists(model):
+        return os.path.join(".", model)
+    raise UsageError(f"MODEL {model!r} starts with '-': vLLM would read it as a flag; give a Hugging Face id, "
+                     f"or a model directory of that name as ./{model}")  # fmt: skip
+
+
 def server_argv(spec: CampaignSpec, cfg: ProbeConfig) -> list[str]:
-    return [*server_program(spec.server_cmd), spec.model, *probe_flags(cfg, spec.base, spec.vllm_version), *spec.extra_args]
+    return [*server_program(spec.server_cmd), model_argument(spec.model), *probe_flags(cfg, spec.base, spec.vllm_version),
+            *spec.extra_args]  # fmt: skip
 
 
 def host_info(settings: Settings) -> dict[str, Any]:
@@ -320,6 +334,7 @@ def run_campaign(
 
     if not spec.configs:
         raise UsageError("no configuration to probe")
+    model_argument(spec.model)  # before any boot
     # Prompts that cannot fit max_model_len with room for the output are left out (~2 chars/token
     # is conservative for real tokenizers); what still does not fit is counted as rejected.
     room = spec.base.max_model_len - spec.load.max_tokens
