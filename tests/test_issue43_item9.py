@@ -102,3 +102,101 @@ def test_image_docker_accepts_is_rendered(run_cli, tmp_path, image):
     code, _, err = run_cli("render", M, *HOST, "--out", str(tmp_path / "c"), "--format", "compose", "--image", image)
     assert code == 0, err
     assert image in (tmp_path / "c" / "compose.yaml").read_text()
+
+
+# -- inspect ./fifo: refused by stat, never opened (fixed with issue 43 item 1, d4c7870; kept here as the audit's input) --
+
+
+@pytest.mark.parametrize("name", ["fifo", "dir-with-fifos"])
+def test_inspect_on_a_fifo_answers_at_once(tmp_path, name):
+    import os
+    import subprocess
+
+    if name == "fifo":
+        os.mkfifo(tmp_path / "fifo")
+    else:
+        d = tmp_path / name
+        d.mkdir()
+        (d / "config.json").write_text((ROOT / "catalog/models/meta-llama/Llama-3.1-8B-Instruct/config.json").read_text())
+        for f in ("tokenizer_config.json", "generation_config.json", "model.safetensors.index.json", "model.safetensors"):
+            os.mkfifo(d / f)
+    proc = subprocess.run([sys.executable, "-m", "advisor", "inspect", f"./{name}"], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=60, env={**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"})  # fmt: skip
+    if name == "fifo":
+        assert proc.returncode == 3 and "FIFO" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    else:
+        assert proc.returncode == 0, proc.stderr
+
+
+# -- kbar --method ngram: a 10^6-token response in bounded time, the same counts as the per-step scan ----------------
+
+
+def _replay_by_scan(prompt, response, cfg):
+    """The replay as it was (advisor.kbar.ngram before this fix): ngram_draft over the whole context every step."""
+    import numpy as np
+
+    from advisor.kbar.ngram import ngram_draft
+
+    k, lo, hi, max_len = cfg.num_speculative_tokens, cfg.prompt_lookup_min, cfg.prompt_lookup_max, cfg.max_model_len
+    seq = np.concatenate([np.asarray(prompt, dtype=np.int64), np.asarray(response, dtype=np.int64)])
+    end, num, steps, drafts, accepted, draft_tokens = len(seq), len(prompt) + 1, 1, 0, 0, 0
+    while num < end:
+        draft = ngram_draft(seq[:num], lo, hi, k, max_len) if max_len is None or num < max_len else seq[:0]
+        steps += 1
+        if draft.size:
+            limit = min(draft.size, end - num)
+            same = draft[:limit] == seq[num : num + limit]
+            n = limit if same.all() else int(np.argmin(same))
+            drafts, draft_tokens, accepted, num = drafts + 1, draft_tokens + int(draft.size), accepted + n, num + n
+        if num < end:
+            num += 1
+    return steps, drafts, draft_tokens, accepted
+
+
+@pytest.mark.parametrize("collide", [False, True])
+@pytest.mark.parametrize("seed", range(40))
+def test_ngram_replay_counts_what_the_per_step_scan_counts(seed, collide, monkeypatch):
+    import numpy as np
+
+    from advisor.kbar import ngram
+    from advisor.kbar.ngram import NgramConfig, replay_ngram
+
+    if collide:  # base 1: a window's hash is its sum, so unequal n-grams collide all the time (the exact scan answers)
+        monkeypatch.setattr(ngram, "_BASE", np.uint64(1))
+
+    rng = np.random.default_rng(seed)
+    vocab = int(rng.integers(2, 12))
+    prompt = rng.integers(0, vocab, int(rng.integers(0, 60))).tolist()
+    response = rng.integers(0, vocab, int(rng.integers(1, 300))).tolist()
+    lo = int(rng.integers(1, 6))
+    cfg = NgramConfig(num_speculative_tokens=int(rng.integers(1, 9)), prompt_lookup_min=lo,
+                      prompt_lookup_max=lo + int(rng.integers(0, 5)),
+                      max_model_len=None if seed % 3 else len(prompt) + int(rng.integers(2, 300)))  # fmt: skip
+    (st,) = replay_ngram([(prompt, response)], cfg)
+    assert (st.steps, st.drafts, st.draft_tokens, st.accepted) == _replay_by_scan(prompt, response, cfg)
+
+
+@pytest.mark.parametrize("vocab", [50_000, 64])
+def test_ngram_replay_of_a_million_token_response_is_bounded(vocab):
+    import time
+
+    import numpy as np
+
+    from advisor.kbar.ngram import NgramConfig, replay_ngram
+
+    rng = np.random.default_rng(1)
+    response = rng.integers(0, vocab, 10**6)
+    t0 = time.monotonic()
+    (st,) = replay_ngram([(list(range(100)), response)], NgramConfig(num_speculative_tokens=4, prompt_lookup_min=2,
+                                                                     prompt_lookup_max=5))  # fmt: skip
+    assert time.monotonic() - t0 < 60  # was past 300 s: a scan of the whole context every step
+    assert st.output_tokens == 10**6 and st.steps >= 10**6 // 5
+
+
+def test_ngram_replay_past_its_work_bound_says_the_fix(monkeypatch):
+    from advisor.errors import UsageError
+    from advisor.kbar import ngram
+
+    monkeypatch.setattr(ngram, "MAX_WINDOWS", 1000)
+    with pytest.raises(UsageError, match=r"request 0 has 600 tokens; x 2 lookup lengths .* narrow the lookup range"):
+        list(ngram.replay_ngram([([1] * 100, [2] * 500)], ngram.NgramConfig(prompt_lookup_min=3, prompt_lookup_max=4)))
