@@ -200,3 +200,89 @@ def test_ngram_replay_past_its_work_bound_says_the_fix(monkeypatch):
     monkeypatch.setattr(ngram, "MAX_WINDOWS", 1000)
     with pytest.raises(UsageError, match=r"request 0 has 600 tokens; x 2 lookup lengths .* narrow the lookup range"):
         list(ngram.replay_ngram([([1] * 100, [2] * 500)], ngram.NgramConfig(prompt_lookup_min=3, prompt_lookup_max=4)))
+
+
+# -- a server's setsid grandchild is stopped with the server -----------------------------------------------------------
+
+
+def _alive(pid: int) -> bool:
+    import os
+
+    try:
+        os.kill(pid, 0)
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (ProcessLookupError, FileNotFoundError):
+        return False
+
+
+def _child_pid(log: Path) -> int:
+    import time
+
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        lines = [ln for ln in log.read_text().splitlines() if ln.startswith("child pid")] if log.exists() else []
+        if lines:
+            return int(lines[0].split()[-1])
+        time.sleep(0.05)
+    raise AssertionError(log.read_text())
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc and PR_SET_CHILD_SUBREAPER are Linux")
+def test_a_setsid_grandchild_is_stopped_when_the_probe_stops_the_server(tmp_path):
+    import os
+    import signal
+    import time
+
+    from advisor.probe.server import running_server
+
+    log = tmp_path / "s.log"
+    with running_server([sys.executable, str(FAKE), "--model", "setsider"], log_path=log, boot_timeout_s=30, stop_timeout_s=5):
+        grandchild = _child_pid(log)
+        assert os.getsid(grandchild) == grandchild and _alive(grandchild)  # out of the server's session and group
+    deadline = time.monotonic() + 10
+    while _alive(grandchild) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    try:
+        assert not _alive(grandchild)
+    finally:
+        if _alive(grandchild):
+            os.kill(grandchild, signal.SIGKILL)
+
+
+_OWNER = """
+import sys, time
+from pathlib import Path
+from advisor.probe.server import running_server
+with running_server([sys.executable, sys.argv[1], "--model", "setsider"], log_path=Path(sys.argv[2])) as srv:
+    print(srv.process.pid, flush=True)
+    time.sleep(600)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux-only")
+def test_a_setsid_grandchild_does_not_outlive_a_killed_advisor(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import time
+
+    log = tmp_path / "o.log"
+    owner = subprocess.Popen([sys.executable, "-c", _OWNER, str(FAKE), str(log)], stdout=subprocess.PIPE, text=True,
+                             env={**os.environ, "PYTHONPATH": str(ROOT)})  # fmt: skip
+    grandchild = None
+    try:
+        owner.stdout.readline()
+        grandchild = _child_pid(log)
+        assert _alive(grandchild)
+        owner.send_signal(signal.SIGKILL)  # nothing runs in the owner: no finally, no atexit
+        owner.wait()
+        deadline = time.monotonic() + 15
+        while _alive(grandchild) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not _alive(grandchild)
+    finally:
+        if owner.poll() is None:
+            owner.kill()
+            owner.wait()
+        if grandchild and _alive(grandchild):
+            os.kill(grandchild, signal.SIGKILL)

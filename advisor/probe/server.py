@@ -141,8 +141,13 @@ def _group_alive(pgid: int) -> bool:
 
 
 def stop_process_group(proc: subprocess.Popen, timeout_s: float = 30.0) -> None:
-    """SIGTERM the process group led by ``proc``; SIGKILL what is left after ``timeout_s``; reap ``proc``."""
+    """SIGTERM the process group led by ``proc``; SIGKILL what is left after ``timeout_s``; reap ``proc``.
+    Descendants that left the group (setsid) are stopped by the guard; any the guard left (it was killed
+    first) get SIGKILL here, as found before the stop."""
+    from advisor.probe.guard import descendants, signal_all
+
     pgid = proc.pid  # started with start_new_session=True: the leader's pid is the group id
+    tree = descendants(proc.pid)
     if proc.poll() is None or _group_alive(pgid):
         with contextlib.suppress(ProcessLookupError):
             os.killpg(pgid, signal.SIGTERM)
@@ -159,6 +164,7 @@ def stop_process_group(proc: subprocess.Popen, timeout_s: float = 30.0) -> None:
     end = time.monotonic() + 5.0
     while _group_alive(pgid) and time.monotonic() < end:
         time.sleep(0.05)
+    signal_all(tree, signal.SIGKILL)  # only those still the same processes (start time)
 
 
 def _wait_healthy(client, proc: subprocess.Popen, base_url: str, log_path: Path, deadline: float) -> None:
@@ -255,10 +261,11 @@ def running_server(
     full = [*argv, "--host", HOST, "--port", str(port)]
     base_url = f"http://{HOST}:{port}"
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    from advisor.probe.guard import LOG_ENV, LOG_MAX_ENV
+    from advisor.probe.guard import LOG_ENV, LOG_MAX_ENV, STOP_ENV
 
-    proc_env = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {}),
-                LOG_ENV: str(log_path), LOG_MAX_ENV: str(LOG_MAX_BYTES)}  # the guard caps and rotates the log  # fmt: skip
+    # the guard caps and rotates the log, and stops the server (and what escaped its group) within our stop timeout
+    proc_env = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {}), LOG_ENV: str(log_path), LOG_MAX_ENV: str(LOG_MAX_BYTES),
+                STOP_ENV: f"{max(0.1, stop_timeout_s * 0.8):g}"}  # fmt: skip
     t0 = time.monotonic()
     with log_path.open("ab") as log:
         log.write(f"# advisor probe: {' '.join(full)}\n".encode())

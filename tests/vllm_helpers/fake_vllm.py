@@ -10,6 +10,7 @@ Behaviour is picked by the model name (so a campaign can mix good and broken con
 - ``nowarm``: /health 200 but every completion is HTTP 500;
 - ``stubborn``: ignores SIGTERM (must be killed);
 - ``spawner``: starts a child process that sleeps (must be reaped with the group);
+- ``setsider``: starts a child that sleeps in a session of its own (setsid: out of the group; must be stopped too);
 - ``nochat``: /v1/chat/completions answers 400 (no chat template), completions work;
 - ``nometrics``: /metrics is 404;
 - ``dies``: the process exits (status 3) on its third completion request, mid-load;
@@ -76,8 +77,8 @@ def main() -> int:
         return 1
     if kind == "stubborn":
         signal.signal(signal.SIGTERM, lambda *_: print("ignoring SIGTERM", flush=True))
-    if kind == "spawner":
-        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    if kind in ("spawner", "setsider"):
+        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"], start_new_session=kind == "setsider")
         print(f"child pid {child.pid}", flush=True)
     started = time.monotonic()
     bad = os.environ.get("FAKE_MISBEHAVE", "")
