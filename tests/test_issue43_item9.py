@@ -286,3 +286,39 @@ def test_a_setsid_grandchild_does_not_outlive_a_killed_advisor(tmp_path):
             owner.wait()
         if grandchild and _alive(grandchild):
             os.kill(grandchild, signal.SIGKILL)
+
+
+# -- a probe with VLLM_API_KEY exported: the server requires it on /v1, the probe's client sends it -------------------
+
+
+@pytest.mark.parametrize("how", ["env", "extra-args"])
+def test_probe_with_an_api_key_sends_it(tmp_path, capsys, monkeypatch, how):
+    monkeypatch.setenv("FAKE_TOKEN_S", "0.001")
+    (tmp_path / "good").mkdir()
+    extra: tuple[str, ...] = ()
+    if how == "env":
+        monkeypatch.setenv("VLLM_API_KEY", "s3cret-key")
+    else:
+        extra = ("--extra-args", "--api-key other-key")
+    rc = main(_probe(tmp_path, str(tmp_path / "good"), *extra))
+    out, err = capsys.readouterr()
+    assert rc == 0, err
+    rec = json.loads(out)["records"][0]
+    assert rec["outcome"] == "ok", rec  # was boot_failed: /v1/models answered 401 and the probe called it a bad model list
+    assert "s3cret-key" not in out
+
+
+def test_a_key_the_server_refuses_is_named_as_the_cause(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("FAKE_TOKEN_S", "0.001")
+    monkeypatch.setenv("VLLM_API_KEY", "a")
+    (tmp_path / "good").mkdir()
+    # the server takes --api-key b (it wins over VLLM_API_KEY in vLLM too); the stand-in is told only through a wrapper
+    wrapper = tmp_path / "serve.sh"
+    wrapper.write_text(f'#!/bin/sh\nexec {sys.executable} {FAKE} "$@" --api-key b\n')
+    wrapper.chmod(0o755)
+    args = _probe(tmp_path, str(tmp_path / "good"))
+    args[args.index("--server-cmd") + 1] = str(wrapper)
+    assert main(args) == 7
+    out, err = capsys.readouterr()
+    rec = json.loads(out)["records"][0]
+    assert rec["outcome"] == "boot_failed" and "unauthorized" in rec["failure"] and "API key" in rec["failure"], rec

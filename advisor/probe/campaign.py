@@ -209,6 +209,7 @@ def probe_one(
                 load = run_load(
                     srv.base_url, srv.served_model, srv.api, corpus.prompts, spec.load,
                     show_progress=show_progress, label=cfg.label, alive=lambda: srv.process.poll() is None,
+                    headers=srv.headers,
                 )  # fmt: skip
             if responses is not None:
                 responses.update(outputs=load.responses, api=srv.api)
