@@ -322,3 +322,58 @@ def test_a_key_the_server_refuses_is_named_as_the_cause(tmp_path, capsys, monkey
     out, err = capsys.readouterr()
     rec = json.loads(out)["records"][0]
     assert rec["outcome"] == "boot_failed" and "unauthorized" in rec["failure"] and "API key" in rec["failure"], rec
+
+
+# -- write_all: a kill at any point leaves the old set or the new set, never a mix -----------------------------------
+
+_KILLER = """
+import os, signal, sys
+from pathlib import Path
+from advisor import atomic
+
+n, at = [0], int(sys.argv[2])
+
+def hook(real):
+    def wrapped(*a, **kw):
+        n[0] += 1
+        if n[0] == at:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return real(*a, **kw)
+    return wrapped
+
+for name in ("replace", "rename", "link", "fsync", "fchmod", "unlink", "mkdir"):
+    setattr(os, name, hook(getattr(os, name)))
+if hasattr(atomic, "_exchange"):
+    atomic._exchange = hook(atomic._exchange)
+files = {f"f{i}.txt": (f"new {i}\\n", 0o644) for i in range(4)}
+atomic.write_all(Path(sys.argv[1]), files, force=True)
+print("done", n[0])
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="SIGKILL mid-write")
+@pytest.mark.parametrize("fresh", [False, True])
+def test_write_all_killed_at_any_step_leaves_no_mixed_set(tmp_path, fresh):
+    import os
+    import subprocess
+
+    old = {f"f{i}.txt": f"old {i}\n" for i in range(4)}
+    new = {f"f{i}.txt": f"new {i}\n" for i in range(4)}
+    at, finished = 1, False
+    while not finished and at < 200:
+        out = tmp_path / f"run{at}" / "out"
+        out.parent.mkdir()
+        if not fresh:
+            out.mkdir()
+            for name, text in old.items():
+                (out / name).write_text(text)
+        proc = subprocess.run([sys.executable, "-c", _KILLER, str(out), str(at)], capture_output=True, text=True,
+                              timeout=60, env={**os.environ, "PYTHONPATH": str(ROOT)})  # fmt: skip
+        finished = proc.returncode == 0
+        assert finished or proc.returncode == -9, proc.stderr
+        got = {p.name: p.read_text() for p in out.iterdir() if not p.name.startswith(".")} if out.exists() else {}
+        assert got in (new, {} if fresh else old), f"killed at step {at}: {got}"
+        if finished:
+            assert got == new
+        at += 1
+    assert finished
