@@ -377,3 +377,33 @@ def test_write_all_killed_at_any_step_leaves_no_mixed_set(tmp_path, fresh):
             assert got == new
         at += 1
     assert finished
+
+
+# -- a 100 MiB prompt line: skipped with its reason in bounded memory, never handed to the tokenizer -----------------
+
+
+@pytest.mark.parametrize("where", ["middle", "first"])
+def test_a_100_mib_prompt_line_is_skipped_in_bounded_memory(tmp_path, where):
+    import tracemalloc
+
+    from advisor.kbar import formats
+    from advisor.kbar.formats import ReadStats, iter_samples
+
+    MAX_LINE_BYTES = getattr(formats, "MAX_LINE_BYTES", 8 * 2**20)  # noqa: N806
+
+    small = [json.dumps({"prompt": f"question {i}", "response": f"answer {i}"}) + "\n" for i in range(4)]
+    path = tmp_path / "corpus.jsonl"
+    with path.open("w") as fh:
+        if where == "middle":
+            fh.writelines(small[:2])
+        fh.write('{"prompt": "' + "x" * (100 * 2**20) + '", "response": "y"}\n')
+        fh.writelines(small if where == "first" else small[2:])
+    stats = ReadStats()
+    tracemalloc.start()
+    try:
+        got = [s for s in iter_samples(path, stats=stats)]
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert len(got) == 4 and stats.skipped["oversized_line"] == 1, stats
+    assert peak < 4 * MAX_LINE_BYTES, peak  # was the whole 100 MiB line (and the tokenizer then aborted in Rust)
