@@ -308,6 +308,19 @@ def test_probe_with_an_api_key_sends_it(tmp_path, capsys, monkeypatch, how):
     assert "s3cret-key" not in out
 
 
+def test_an_api_key_on_the_server_command_is_not_recorded(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("FAKE_TOKEN_S", "0.001")
+    (tmp_path / "good").mkdir()
+    rc = main(_probe(tmp_path, str(tmp_path / "good"), "--extra-args", "--api-key other-key --hf-token=hf_abc"))
+    out, err = capsys.readouterr()
+    assert rc == 0, err
+    rec = json.loads(out)["records"][0]
+    assert rec["outcome"] == "ok" and "--api-key" in rec["command"], rec
+    logs = "".join(p.read_text() for p in (tmp_path / "data" / "campaigns").rglob("*.log"))
+    for where in (out, err, (tmp_path / "data" / "probes.sqlite").read_bytes().decode("latin-1"), logs):
+        assert "other-key" not in where and "hf_abc" not in where  # were in the store, --json and the log
+
+
 def test_a_key_the_server_refuses_is_named_as_the_cause(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("FAKE_TOKEN_S", "0.001")
     monkeypatch.setenv("VLLM_API_KEY", "a")
@@ -407,3 +420,13 @@ def test_a_100_mib_prompt_line_is_skipped_in_bounded_memory(tmp_path, where):
         tracemalloc.stop()
     assert len(got) == 4 and stats.skipped["oversized_line"] == 1, stats
     assert peak < 4 * MAX_LINE_BYTES, peak  # was the whole 100 MiB line (and the tokenizer then aborted in Rust)
+
+
+def test_redacted_argv_hides_secret_flag_values_only():
+    from advisor.domain.secrets import redacted_argv
+
+    argv = ["vllm", "serve", "m", "--api-key", "k1", "k2", "--port", "8000", "--hf-token=t", "--ssl-keyfile", "/etc/k.pem",
+            "--API-KEY=x", "--max-model-len", "512"]  # fmt: skip
+    assert redacted_argv(argv) == ["vllm", "serve", "m", "--api-key", "<redacted>", "<redacted>", "--port", "8000",
+                                   "--hf-token=<redacted>", "--ssl-keyfile", "/etc/k.pem", "--API-KEY=<redacted>",
+                                   "--max-model-len", "512"]  # fmt: skip

@@ -29,6 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from advisor.errors import ProbeError, UsageError
 from advisor.domain.decision import Decision
+from advisor.domain.secrets import redacted_argv
 from advisor.probe import hostcpu
 from advisor.probe.configs import ProbeConfig, probe_decision, probe_flags
 from advisor.probe.load import LoadSpec, mean_in_flight
@@ -203,7 +204,7 @@ def probe_one(
             argv, log_path=log_path, env={**decision.env, **spec.env}, boot_timeout_s=spec.boot_timeout_s, api=spec.api,
             model=spec.model,
         ) as srv:
-            base.update(command=srv.argv, boot_s=round(srv.boot_s, 2), vllm_version=_server_version(srv.base_url))
+            base.update(command=redacted_argv(srv.argv), boot_s=round(srv.boot_s, 2), vllm_version=_server_version(srv.base_url))
             before = metrics.scrape(srv.base_url)
             with hostcpu.watch(srv.process.pid) as cpu:
                 load = run_load(
@@ -238,7 +239,7 @@ def record_fields(spec: CampaignSpec, cfg: ProbeConfig, *, cid: str, host: dict,
     return dict(
         campaign_id=cid, model=spec.model, config=cfg.label, corpus=spec.corpus, concurrency=spec.load.concurrency,
         gpu=host["gpu"], gpus=host["gpus"], tensor_parallel_size=decision.tensor_parallel_size,
-        host_fingerprint=host["fingerprint"], host=host["host"], started_at=_now(), command=argv,
+        host_fingerprint=host["fingerprint"], host=host["host"], started_at=_now(), command=redacted_argv(argv),
         speculative_method=None if cfg.is_vanilla else cfg.method, num_speculative_tokens=cfg.k,
         gpu_memory_utilization=decision.gpu_memory_utilization, max_model_len=decision.max_model_len,
         max_tokens=spec.load.max_tokens, log_path=str(log_path), weights=spec.weights,

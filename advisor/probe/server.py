@@ -22,6 +22,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from advisor.domain.secrets import redacted_argv
 from advisor.errors import ProbeError, printable
 from advisor.probe.failures import Failure, classify, read_tail
 
@@ -284,7 +285,7 @@ def running_server(
                 STOP_ENV: f"{max(0.1, stop_timeout_s * 0.8):g}"}  # fmt: skip
     t0 = time.monotonic()
     with log_path.open("ab") as log:
-        log.write(f"# advisor probe: {' '.join(full)}\n".encode())
+        log.write(f"# advisor probe: {' '.join(redacted_argv(full))}\n".encode())
         log.flush()
         try:
             proc = subprocess.Popen(
