@@ -109,7 +109,7 @@ if ! { command -v systemd-analyze >/dev/null 2>&1 && command -v setpriv >/dev/nu
         || echo "systemd unavailable: the unit tests will be skipped" >&2
 fi
 if [ "$(ps -o comm= -p 1 2>/dev/null)" != systemd ]; then
-    echo "note: PID 1 is not systemd here: tests/test_unit_boot.py (boots the rendered unit) will be skipped" >&2
+    echo "note: PID 1 is not systemd here: tests/test_unit_boot.py boots a systemd of its own in namespaces (root, unshare), or says why it cannot" >&2
 fi
 
 if ! { command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1; } \
