@@ -2,14 +2,23 @@
 
 Targets must be regular files or absent: a symlink, directory, FIFO or device node is refused
 before anything is written (os.replace would replace the link itself, or write into a device).
-When a rename fails half-way, the files already replaced get their previous contents back.
+
+Several files (a render's set) are written into a fresh directory beside the output folder, which
+holds the new set plus hard links to any other files the folder had; then the two directories
+swap in one step (Linux renameat2 RENAME_EXCHANGE), so a process killed at any point leaves the
+old set or the new one, never a mix (issue 43: a kill between per-file renames did). Where that
+cannot be done (not Linux, a file system without RENAME_EXCHANGE, the folder is the current
+directory, another user's, or holds a subdirectory or special file), the files are renamed one by
+one and those already replaced get their previous contents back when a rename fails.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 import stat
+import sys
 import tempfile
 from pathlib import Path
 
@@ -101,19 +110,17 @@ def _write_locked(folder: Path, targets: dict[str, Path], files: dict[str, tuple
     if any(existed.values()) and not force:
         present = ", ".join(str(targets[n]) for n, e in existed.items() if e)
         raise UsageError(f"{present} already exist; pass --force to overwrite")
+    if len(files) > 1:
+        swapped = _write_by_swap(folder, targets, files)
+        if swapped is not None:
+            return swapped
     try:
         staging = Path(tempfile.mkdtemp(dir=folder, prefix=".advisor-staging-"))
     except OSError as exc:
         raise OutputError(f"cannot write into {folder}: {exc.strerror or exc}") from None
     done: list[str] = []
     try:
-        for name, (text, mode) in files.items():
-            fd = os.open(staging / name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                fh.write(text)
-                fh.flush()
-                os.fchmod(fh.fileno(), mode & ~_umask())  # the user's umask narrows it, as open() would
-                os.fsync(fh.fileno())
+        _stage(staging, files)
         for name in files:  # keep the previous contents until every rename has succeeded
             if existed[name]:
                 backup = staging / f".previous-{name}"
@@ -138,6 +145,98 @@ def _write_locked(folder: Path, targets: dict[str, Path], files: dict[str, tuple
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     _fsync_dir(folder)
+    return [targets[name] for name in files]
+
+
+def _stage(staging: Path, files: dict[str, tuple[str, int]]) -> None:
+    for name, (text, mode) in files.items():
+        fd = os.open(staging / name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fchmod(fh.fileno(), mode & ~_umask())  # the user's umask narrows it, as open() would
+            os.fsync(fh.fileno())
+
+
+_NO_EXCHANGE = {errno.ENOSYS, errno.EINVAL, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV}
+
+
+def _exchange(a: Path, b: Path) -> None:
+    """Swap the paths ``a`` and ``b`` in one step (Linux renameat2 with RENAME_EXCHANGE, glibc >= 2.28).
+    OSError with an errno in _NO_EXCHANGE where the kernel, libc or file system cannot."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    fn = getattr(libc, "renameat2", None)
+    if fn is None:
+        raise OSError(errno.ENOSYS, "renameat2 is not in this C library")
+    at_fdcwd, rename_exchange = -100, 2
+    if fn(at_fdcwd, os.fsencode(str(a)), at_fdcwd, os.fsencode(str(b)), rename_exchange) != 0:
+        code = ctypes.get_errno()
+        raise OSError(code, os.strerror(code), str(b))
+
+
+def _pinned(path: Path) -> bool:
+    """True when ``path`` is marked immutable or append-only (chattr +i / +a): a swap of its folder would replace
+    it all the same, and leave it undeletable beside the folder."""
+    import fcntl
+    import struct
+
+    fs_ioc_getflags, immutable, append = 0x80086601, 0x10, 0x20
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+    except OSError:
+        return False
+    try:
+        flags = struct.unpack("l", fcntl.ioctl(fd, fs_ioc_getflags, struct.pack("l", 0)))[0]
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+    return bool(flags & (immutable | append))
+
+
+def _write_by_swap(folder: Path, targets: dict[str, Path], files: dict[str, tuple[str, int]]) -> list[Path] | None:
+    """The new set (and hard links to the folder's other files) in a fresh sibling directory, swapped with
+    ``folder`` in one step; None where that cannot be done here (the caller renames file by file)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        st = os.lstat(folder)
+        if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid() or os.path.samefile(folder, os.getcwd()):
+            return None  # a symlink would be swapped itself; another's folder would become ours; never the cwd
+        others = []
+        for entry in os.listdir(folder):
+            if entry in files and _pinned(folder / entry):
+                return None  # chattr +i/+a: the per-file renames fail on it, and nothing changes
+            if entry in files or entry.startswith(".advisor-staging-"):
+                continue
+            kind = os.lstat(folder / entry).st_mode
+            if not (stat.S_ISREG(kind) or stat.S_ISLNK(kind)):
+                return None
+            others.append(entry)
+        staging = Path(tempfile.mkdtemp(dir=folder.parent, prefix=f".{folder.name}.advisor-new-"))
+    except OSError:
+        return None
+    try:
+        try:
+            for entry in others:
+                os.link(folder / entry, staging / entry, follow_symlinks=False)
+        except OSError:
+            return None
+        try:
+            _stage(staging, files)
+            os.chmod(staging, stat.S_IMODE(st.st_mode))
+            _fsync_dir(staging)
+            _exchange(staging, folder)
+        except OSError as exc:
+            if exc.errno in _NO_EXCHANGE:
+                return None
+            where = getattr(exc, "filename", None) or folder
+            raise OutputError(f"cannot write {where}: {exc.strerror or exc}; nothing was changed") from None
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)  # after the swap: the previous set
+    _fsync_dir(folder.parent)
     return [targets[name] for name in files]
 
 

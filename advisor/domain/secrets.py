@@ -17,3 +17,26 @@ SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH|COO
 def looks_secret(name: str) -> bool:
     """True when the variable ``name`` should never be printed, stored or rendered outside a 0600 file."""
     return bool(SECRET_NAME.search(name))
+
+
+REDACTED = "<redacted>"
+_NOT_A_SECRET_VALUE = re.compile(r"(_FILE|_PATH|_DIR|KEYFILE)$", re.IGNORECASE)
+"""A flag that names where a secret lives (vLLM's --ssl-keyfile) holds a path, not the secret."""
+
+
+def redacted_argv(argv: list[str]) -> list[str]:
+    """``argv`` as it may be stored or printed: the values of secret-looking flags (``--api-key KEY [KEY ...]``,
+    ``--api-key=KEY``, ``--hf-token=…``: :func:`looks_secret` of the flag's name) become ``<redacted>``.
+    A key given to a probed server on its command was kept in the probe store, ``--json`` and the log (issue 43)."""
+    out: list[str] = []
+    secret = False
+    for arg in argv:
+        if arg.startswith("-"):
+            name, eq, _ = arg.lstrip("-").partition("=")
+            key = name.replace("-", "_")
+            secret = looks_secret(key) and not _NOT_A_SECRET_VALUE.search(key)
+            out.append(f"{arg.split('=', 1)[0]}={REDACTED}" if secret and eq else arg)
+            secret = secret and not eq
+        else:
+            out.append(REDACTED if secret else arg)  # every value of a flag that takes several (vLLM's --api-key)
+    return out

@@ -348,10 +348,36 @@ def _open(path: Path) -> tuple[IO[bytes], IO[bytes]]:
     return raw, raw
 
 
+MAX_LINE_BYTES = 8 * 2**20
+"""A JSON Lines record longer than this (about 2 M tokens of text, past what a model serves as one prompt) is
+skipped as ``oversized_line`` without being read whole: a 100 MiB prompt line was read, then aborted the Rust
+tokenizer under a memory limit (issue 43)."""
+
+
+def _lines(fh: IO[bytes]) -> Iterator[bytes | None]:
+    """The lines of ``fh``, each read at most MAX_LINE_BYTES at a time; None for a longer line (its rest is
+    read past in bounded pieces)."""
+    while True:
+        line = fh.readline(MAX_LINE_BYTES + 1)
+        if not line:
+            return
+        if len(line) <= MAX_LINE_BYTES or line.endswith(b"\n"):
+            yield line
+            continue
+        while line and not line.endswith(b"\n"):
+            line = fh.readline(MAX_LINE_BYTES)
+        yield None
+
+
 def _iter_lines(fh: IO[bytes], raw: IO[bytes], stats: ReadStats) -> Iterator[Any]:
     first = True
-    for line in fh:
+    for line in _lines(fh):
         stats.bytes_read = raw.tell()
+        if line is None:
+            stats.records += 1
+            stats.skipped["oversized_line"] += 1
+            first = False
+            continue
         if first:
             line, first = line.removeprefix(codecs.BOM_UTF8), False
         if not line.strip():
@@ -472,8 +498,9 @@ def iter_samples(path: Path | str, fmt: str = "auto", stats: ReadStats | None = 
         fh, raw = _open(path)
         with raw, fh:
             try:
-                first = fh.readline()
-                multi = bool(fh.readline().strip())
+                first = next(_lines(fh), b"")
+                first = b"}" if first is None else first  # a huge first line, read past: the next line decides
+                multi = bool(fh.readline(MAX_LINE_BYTES + 1).strip())
             except _GZIP_ERRORS as exc:
                 raise _gzip_error(path, exc) from None
         stats.container = "jsonl" if multi and first.strip().endswith(b"}") else "json_document"

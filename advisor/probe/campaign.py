@@ -17,6 +17,7 @@ import contextlib
 
 import hashlib
 import json
+import os
 import shlex
 import time
 from collections.abc import Callable
@@ -28,6 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from advisor.errors import ProbeError, UsageError
 from advisor.domain.decision import Decision
+from advisor.domain.secrets import redacted_argv
 from advisor.probe import hostcpu
 from advisor.probe.configs import ProbeConfig, probe_decision, probe_flags
 from advisor.probe.load import LoadSpec, mean_in_flight
@@ -111,8 +113,21 @@ def server_program(server_cmd: str) -> list[str]:
     return prefix if prefix[-1] in ("serve", "--model") else [*prefix, "--model"]
 
 
+def model_argument(model: str) -> str:
+    """MODEL as the server's argument: a MODEL starting with '-' would be read by ``vllm serve`` as a flag
+    (issue 43: ``probe -- --trust-remote-code``), so a local path of that name goes as ``./-name`` and
+    anything else is refused (a Hugging Face id never starts with '-')."""
+    if not model.startswith("-"):
+        return model
+    if os.path.lexists(model):
+        return os.path.join(".", model)
+    raise UsageError(f"MODEL {model!r} starts with '-': vLLM would read it as a flag; give a Hugging Face id, "
+                     f"or a model directory of that name as ./{model}")  # fmt: skip
+
+
 def server_argv(spec: CampaignSpec, cfg: ProbeConfig) -> list[str]:
-    return [*server_program(spec.server_cmd), spec.model, *probe_flags(cfg, spec.base, spec.vllm_version), *spec.extra_args]
+    return [*server_program(spec.server_cmd), model_argument(spec.model), *probe_flags(cfg, spec.base, spec.vllm_version),
+            *spec.extra_args]  # fmt: skip
 
 
 def host_info(settings: Settings) -> dict[str, Any]:
@@ -189,12 +204,13 @@ def probe_one(
             argv, log_path=log_path, env={**decision.env, **spec.env}, boot_timeout_s=spec.boot_timeout_s, api=spec.api,
             model=spec.model,
         ) as srv:
-            base.update(command=srv.argv, boot_s=round(srv.boot_s, 2), vllm_version=_server_version(srv.base_url))
+            base.update(command=redacted_argv(srv.argv), boot_s=round(srv.boot_s, 2), vllm_version=_server_version(srv.base_url))
             before = metrics.scrape(srv.base_url)
             with hostcpu.watch(srv.process.pid) as cpu:
                 load = run_load(
                     srv.base_url, srv.served_model, srv.api, corpus.prompts, spec.load,
                     show_progress=show_progress, label=cfg.label, alive=lambda: srv.process.poll() is None,
+                    headers=srv.headers,
                 )  # fmt: skip
             if responses is not None:
                 responses.update(outputs=load.responses, api=srv.api)
@@ -223,7 +239,7 @@ def record_fields(spec: CampaignSpec, cfg: ProbeConfig, *, cid: str, host: dict,
     return dict(
         campaign_id=cid, model=spec.model, config=cfg.label, corpus=spec.corpus, concurrency=spec.load.concurrency,
         gpu=host["gpu"], gpus=host["gpus"], tensor_parallel_size=decision.tensor_parallel_size,
-        host_fingerprint=host["fingerprint"], host=host["host"], started_at=_now(), command=argv,
+        host_fingerprint=host["fingerprint"], host=host["host"], started_at=_now(), command=redacted_argv(argv),
         speculative_method=None if cfg.is_vanilla else cfg.method, num_speculative_tokens=cfg.k,
         gpu_memory_utilization=decision.gpu_memory_utilization, max_model_len=decision.max_model_len,
         max_tokens=spec.load.max_tokens, log_path=str(log_path), weights=spec.weights,
@@ -320,6 +336,7 @@ def run_campaign(
 
     if not spec.configs:
         raise UsageError("no configuration to probe")
+    model_argument(spec.model)  # before any boot
     # Prompts that cannot fit max_model_len with room for the output are left out (~2 chars/token
     # is conservative for real tokenizers); what still does not fit is counted as rejected.
     room = spec.base.max_model_len - spec.load.max_tokens

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from urllib.parse import urlparse
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -248,7 +248,7 @@ async def _one(client, url: str, api: str, body: dict, tally: _Tally, index: int
         tally.itls.extend(gaps)
 
 
-async def _run(base_url, model, api, prompts, spec: LoadSpec, progress, alive) -> LoadResult:
+async def _run(base_url, model, api, prompts, spec: LoadSpec, progress, alive, headers=None) -> LoadResult:
     import httpx
 
     url = f"{base_url}/v1/chat/completions" if api == "chat" else f"{base_url}/v1/completions"
@@ -277,7 +277,7 @@ async def _run(base_url, model, api, prompts, spec: LoadSpec, progress, alive) -
 
     limits = httpx.Limits(max_connections=spec.concurrency + 4, max_keepalive_connections=spec.concurrency + 4)
     timeout = httpx.Timeout(spec.request_timeout_s, connect=10.0)
-    async with httpx.AsyncClient(limits=limits, timeout=timeout, trust_env=False) as client:
+    async with httpx.AsyncClient(limits=limits, timeout=timeout, trust_env=False, headers=dict(headers or {})) as client:
         tasks = [asyncio.create_task(worker(client)) for _ in range(spec.concurrency)]
         try:
             while True:
@@ -325,13 +325,15 @@ def run_load(
     show_progress: bool = False,
     label: str = "load",
     alive: Callable[[], bool] | None = None,
+    headers: Mapping[str, str] | None = None,
 ) -> LoadResult:
-    """Run one bounded load against ``base_url``; ``alive`` (if given) is polled to stop early."""
+    """Run one bounded load against ``base_url``; ``alive`` (if given) is polled to stop early; ``headers`` go
+    with every request (the server's API key: advisor.probe.server.Server.headers)."""
     check_loopback(base_url)
     if api not in ("chat", "completions"):
         raise UsageError(f"api must be 'chat' or 'completions', not {api!r}")
     if not show_progress:
-        return asyncio.run(_run(base_url, model, api, prompts, spec, None, alive))
+        return asyncio.run(_run(base_url, model, api, prompts, spec, None, alive, headers))
     from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -347,4 +349,4 @@ def run_load(
             rate = res.output_tokens / elapsed if elapsed > 0 else 0.0
             bar.update(task, completed=min(done, total), stats=f"{res.requests_ok} req, {res.output_tokens} tok, {rate:,.0f} tok/s")
 
-        return asyncio.run(_run(base_url, model, api, prompts, spec, update, alive))
+        return asyncio.run(_run(base_url, model, api, prompts, spec, update, alive, headers))

@@ -19,9 +19,10 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from advisor.domain.secrets import redacted_argv
 from advisor.errors import ProbeError, printable
 from advisor.probe.failures import Failure, classify, read_tail
 
@@ -54,6 +55,9 @@ class Server:
     process: subprocess.Popen
     log_path: Path
     boot_s: float
+    headers: dict[str, str] = field(default_factory=dict, repr=False)
+    """What every /v1 request carries: ``Authorization: Bearer KEY`` when the server requires an API key
+    (:func:`server_api_key`); never printed."""
 
     def check_alive(self, grace_s: float = 0.0) -> None:
         """Raise BootFailure('crashed') if the server process has exited (or exits within ``grace_s``:
@@ -65,6 +69,19 @@ class Server:
         if rc is not None:
             failure = classify(read_tail(self.log_path)) or Failure("exited", f"exit status {rc}")
             raise BootFailure("crashed", failure, self.log_path)
+
+
+def server_api_key(argv: list[str], env: Mapping[str, str]) -> str | None:
+    """The API key a vLLM server started with ``argv`` and ``env`` requires on its /v1 routes, or None: vLLM's
+    ``--api-key`` (it wins; any of its values is accepted), else ``VLLM_API_KEY`` (vLLM 0.33.0
+    vllm/entrypoints/serve/middleware/register.py and authenticate.py: 401 without ``Authorization: Bearer KEY``).
+    A probe run with VLLM_API_KEY exported failed every configuration as boot_failed (issue 43)."""
+    for i, arg in enumerate(argv):
+        if arg.startswith("--api-key="):
+            return arg.split("=", 1)[1] or None
+        if arg == "--api-key" and i + 1 < len(argv) and not argv[i + 1].startswith("--"):
+            return argv[i + 1]
+    return env.get("VLLM_API_KEY") or None
 
 
 def free_port(host: str = HOST) -> int:
@@ -141,8 +158,13 @@ def _group_alive(pgid: int) -> bool:
 
 
 def stop_process_group(proc: subprocess.Popen, timeout_s: float = 30.0) -> None:
-    """SIGTERM the process group led by ``proc``; SIGKILL what is left after ``timeout_s``; reap ``proc``."""
+    """SIGTERM the process group led by ``proc``; SIGKILL what is left after ``timeout_s``; reap ``proc``.
+    Descendants that left the group (setsid) are stopped by the guard; any the guard left (it was killed
+    first) get SIGKILL here, as found before the stop."""
+    from advisor.probe.guard import descendants, signal_all
+
     pgid = proc.pid  # started with start_new_session=True: the leader's pid is the group id
+    tree = descendants(proc.pid)
     if proc.poll() is None or _group_alive(pgid):
         with contextlib.suppress(ProcessLookupError):
             os.killpg(pgid, signal.SIGTERM)
@@ -159,6 +181,7 @@ def stop_process_group(proc: subprocess.Popen, timeout_s: float = 30.0) -> None:
     end = time.monotonic() + 5.0
     while _group_alive(pgid) and time.monotonic() < end:
         time.sleep(0.05)
+    signal_all(tree, signal.SIGKILL)  # only those still the same processes (start time)
 
 
 def _wait_healthy(client, proc: subprocess.Popen, base_url: str, log_path: Path, deadline: float) -> None:
@@ -255,13 +278,14 @@ def running_server(
     full = [*argv, "--host", HOST, "--port", str(port)]
     base_url = f"http://{HOST}:{port}"
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    from advisor.probe.guard import LOG_ENV, LOG_MAX_ENV
+    from advisor.probe.guard import LOG_ENV, LOG_MAX_ENV, STOP_ENV
 
-    proc_env = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {}),
-                LOG_ENV: str(log_path), LOG_MAX_ENV: str(LOG_MAX_BYTES)}  # the guard caps and rotates the log  # fmt: skip
+    # the guard caps and rotates the log, and stops the server (and what escaped its group) within our stop timeout
+    proc_env = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {}), LOG_ENV: str(log_path), LOG_MAX_ENV: str(LOG_MAX_BYTES),
+                STOP_ENV: f"{max(0.1, stop_timeout_s * 0.8):g}"}  # fmt: skip
     t0 = time.monotonic()
     with log_path.open("ab") as log:
-        log.write(f"# advisor probe: {' '.join(full)}\n".encode())
+        log.write(f"# advisor probe: {' '.join(redacted_argv(full))}\n".encode())
         log.flush()
         try:
             proc = subprocess.Popen(
@@ -271,15 +295,24 @@ def running_server(
             )  # fmt: skip
         except OSError as exc:
             raise BootFailure("boot_failed", Failure("not_startable", f"{full[0]}: {exc}"), log_path) from None
+    key = server_api_key(full, proc_env)
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
     try:
         # trust_env=False: a proxy from the environment must never see loopback traffic.
-        with httpx.Client(timeout=request_timeout_s, trust_env=False) as client:
+        with httpx.Client(timeout=request_timeout_s, trust_env=False, headers=headers) as client:
             _wait_healthy(client, proc, base_url, log_path, t0 + boot_timeout_s)
             _check_listener(port, proc.pid, log_path)
             deadline = t0 + boot_timeout_s
             try:
                 left = max(0.1, deadline - time.monotonic())
-                served, names = served_names(client.get(f"{base_url}/v1/models", timeout=min(left, 30.0)).json(), base_url)
+                answer = client.get(f"{base_url}/v1/models", timeout=min(left, 30.0))
+                if answer.status_code in (401, 403):
+                    sent = ("sent the key from " + ("--api-key" if any(a.startswith("--api-key") for a in full) else "VLLM_API_KEY")
+                            + " and it was refused") if key else "had no key to send"  # fmt: skip
+                    raise BootFailure("boot_failed", Failure("unauthorized", f"{base_url}/v1/models answers HTTP "
+                                      f"{answer.status_code}: the server requires an API key; the probe {sent}: give the "
+                                      "server's key as VLLM_API_KEY or --api-key in --extra-args"), log_path)  # fmt: skip
+                served, names = served_names(answer.json(), base_url)
                 if model is not None and model not in names and not any(
                         n and Path(model).name == Path(str(n)).name for n in names):  # fmt: skip
                     raise BootFailure("boot_failed", Failure("wrong_model", f"/v1/models at {base_url} serves "
@@ -290,6 +323,6 @@ def running_server(
             except (httpx.HTTPError, ValueError, KeyError, IndexError, TypeError, AttributeError, RecursionError, ProbeError) as exc:
                 failure = classify(read_tail(log_path)) if proc.poll() is not None else None
                 raise BootFailure("boot_failed", failure or Failure("warmup_failed", printable(str(exc)[:300])), log_path) from None
-        yield Server(full, base_url, served, kind, proc, log_path, time.monotonic() - t0)
+        yield Server(full, base_url, served, kind, proc, log_path, time.monotonic() - t0, headers)
     finally:
         stop_process_group(proc, stop_timeout_s)

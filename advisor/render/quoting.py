@@ -219,16 +219,41 @@ def dollars(value: object) -> str:
     return str(value).replace("$", "$$")
 
 
-_IMAGE = re.compile(r"^[a-z0-9][a-z0-9._/:@+-]*$", re.IGNORECASE)
+# The image reference grammar Docker, containerd and Kubernetes parse (github.com/distribution/reference,
+# regexp.go): [domain[:port]/]path[:tag][@digest], path components lowercase, a name of at most 255 characters.
+_ALNUM = r"[a-z0-9]+"
+_SEPARATOR = r"(?:[._]|__|[-]+)"
+_PATH_COMPONENT = rf"{_ALNUM}(?:{_SEPARATOR}{_ALNUM})*"
+_DOMAIN_COMPONENT = r"(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])"
+_HOST = rf"(?:{_DOMAIN_COMPONENT}(?:\.{_DOMAIN_COMPONENT})*|\[[a-fA-F0-9:]+\])"
+_NAME = rf"(?:{_HOST}(?::[0-9]+)?/)?{_PATH_COMPONENT}(?:/{_PATH_COMPONENT})*"
+_TAG = r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}"
+_DIGEST = r"[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,}"
+_IMAGE = re.compile(rf"(?P<name>{_NAME})(?::(?P<tag>{_TAG}))?(?:@(?P<digest>{_DIGEST}))?")
+NAME_MAX = 255
+"""distribution/reference's NameTotalLengthMax."""
+_DIGEST_HEX = {"sha256": 64, "sha384": 96, "sha512": 128}
+"""go-digest's registered algorithms and their hex lengths (others are refused by Docker at pull)."""
 
 
 def check_image(value: object) -> str:
-    """``--image``: a container image reference (registry/name[:tag][@digest]); not empty, not
-    option-like, no whitespace, ``$`` or control characters (Compose and Kubernetes would read them)."""
+    """``--image``: a container image reference by the grammar Docker and Kubernetes parse
+    (``[registry[:port]/]path[:tag][@algorithm:hex]``, path lowercase, name <= 255 characters), so that a
+    reference they would refuse is refused here, with the rule it breaks, before any manifest names it."""
     text = str(value)
     if not text:
         raise UsageError("--image is empty: give an image reference, e.g. vllm/vllm-openai:v0.32.0")
-    if not _IMAGE.match(text) or len(text) > 4096:
-        raise UsageError(f"--image {comment(text)} is not an image reference (letters, digits and . _ / : @ + -, "
-                         "starting with a letter or digit; no $, spaces or quotes)")  # fmt: skip
+    match = _IMAGE.fullmatch(text) if len(text) <= 4096 else None
+    why = None
+    if match is None:
+        why = ("the grammar is [registry[:port]/]path[:tag][@sha256:hex]: path components of lowercase letters and "
+               "digits joined by . _ __ or -, a tag of up to 128 letters, digits, _ . -")  # fmt: skip
+    elif len(match["name"]) > NAME_MAX:
+        why = f"the name before the tag is {len(match['name'])} characters, at most {NAME_MAX}"
+    elif match["digest"]:
+        algo, hexpart = match["digest"].split(":", 1)
+        if algo not in _DIGEST_HEX or len(hexpart) != _DIGEST_HEX[algo]:
+            why = f"a digest is sha256 (64 hex digits), sha384 (96) or sha512 (128), not {algo} with {len(hexpart)}"
+    if why:
+        raise UsageError(f"--image {comment(text[:300])} is not an image reference: {why}; e.g. vllm/vllm-openai:v0.32.0")
     return text

@@ -10,6 +10,7 @@ Behaviour is picked by the model name (so a campaign can mix good and broken con
 - ``nowarm``: /health 200 but every completion is HTTP 500;
 - ``stubborn``: ignores SIGTERM (must be killed);
 - ``spawner``: starts a child process that sleeps (must be reaped with the group);
+- ``setsider``: starts a child that sleeps in a session of its own (setsid: out of the group; must be stopped too);
 - ``nochat``: /v1/chat/completions answers 400 (no chat template), completions work;
 - ``nometrics``: /metrics is 404;
 - ``dies``: the process exits (status 3) on its third completion request, mid-load;
@@ -52,6 +53,7 @@ def main() -> int:
     parser.add_argument("--speculative-config")
     parser.add_argument("--max-model-len", type=int, default=512)
     parser.add_argument("--gpu-memory-utilization", type=float, default=0.9)
+    parser.add_argument("--api-key", nargs="+")
     args, _unknown = parser.parse_known_args()
     model = args.model or args.model_tag or "fake"
     kind = os.path.basename(model.rstrip("/"))
@@ -76,10 +78,13 @@ def main() -> int:
         return 1
     if kind == "stubborn":
         signal.signal(signal.SIGTERM, lambda *_: print("ignoring SIGTERM", flush=True))
-    if kind == "spawner":
-        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    if kind in ("spawner", "setsider"):
+        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"], start_new_session=kind == "setsider")
         print(f"child pid {child.pid}", flush=True)
     started = time.monotonic()
+    # vLLM's AuthenticationMiddleware (vllm/entrypoints/serve/middleware/register.py, authenticate.py, 0.33.0):
+    # --api-key (it wins) else VLLM_API_KEY; /v1 paths without "Authorization: Bearer <one of them>" get 401.
+    tokens = [t for t in (args.api_key or [os.environ.get("VLLM_API_KEY")]) if t]
     bad = os.environ.get("FAKE_MISBEHAVE", "")
     if os.environ.get("FAKE_MISBEHAVE_ONLY") == "spec" and spec is None:
         bad = ""
@@ -96,7 +101,16 @@ def main() -> int:
             self.end_headers()
             self.wfile.write(body)
 
+        def _refused(self) -> bool:
+            scheme, _, token = (self.headers.get("Authorization") or "").partition(" ")
+            if tokens and self.path.startswith(("/v1", "/v2")) and not (scheme.lower() == "bearer" and token in tokens):
+                self._json(401, {"error": "Unauthorized"})
+                return True
+            return False
+
         def do_GET(self) -> None:
+            if self._refused():
+                return
             if self.path == "/health":
                 if kind == "hang" or time.monotonic() - started < boot_s:
                     self._json(503, {"status": "starting"})
@@ -141,6 +155,8 @@ def main() -> int:
 
         def do_POST(self) -> None:
             body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))) or b"{}")
+            if self._refused():
+                return
             chat = self.path == "/v1/chat/completions"
             if bad == "warm_hang":
                 time.sleep(3600)
