@@ -21,6 +21,10 @@ class AcceptanceRow(BaseModel):
 
     drafter: str
     """HF id of the head or draft model."""
+    target: str
+    """HF id of the model it drafted for in that run."""
+    method: str
+    """eagle3, eagle or draft_model."""
     dataset: str
     """The dataset the source measured on (e.g. MT-bench)."""
     dataset_class: str
@@ -40,15 +44,24 @@ def rows() -> tuple[AcceptanceRow, ...]:
     with path.open(newline="") as f:
         for r in csv.DictReader(f):
             rates = tuple(float(x) for x in r["rates"].split(";") if x.strip())
-            out.append(AcceptanceRow(drafter=r["drafter"], dataset=r["dataset"], dataset_class=r["dataset_class"],
-                                     rates=rates, source=r["source_id"]))  # fmt: skip
+            out.append(AcceptanceRow(drafter=r["drafter"], target=r["target"], method=r["method"], dataset=r["dataset"],
+                                     dataset_class=r["dataset_class"], rates=rates, source=r["source_id"]))  # fmt: skip
     return tuple(out)
 
 
 def lookup(drafter_id: str, dataset_class: str | None) -> AcceptanceRow | None:
     """The drafter's row on ``dataset_class`` (the most positions first), or its median dataset when the class is
     unknown or unpublished; None when the drafter has no published acceptance."""
-    mine = [r for r in rows() if r.drafter.lower() == drafter_id.lower()]
+    return _pick([r for r in rows() if r.drafter.lower() == drafter_id.lower()], dataset_class)
+
+
+def lookup_same_target(target_id: str, method: str, dataset_class: str | None) -> AcceptanceRow | None:
+    """Another drafter's row of the same method for the same target (a different head or checkpoint): the nearest
+    published evidence when the drafter itself has none."""
+    return _pick([r for r in rows() if r.target.lower() == target_id.lower() and r.method == method], dataset_class)
+
+
+def _pick(mine: list[AcceptanceRow], dataset_class: str | None) -> AcceptanceRow | None:
     if not mine:
         return None
     same = [r for r in mine if r.dataset_class == dataset_class]

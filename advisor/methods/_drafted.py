@@ -29,6 +29,9 @@ published acceptance or this host's probe."""
 PUBLISHED_SPREAD = 0.15
 """ASSUMED ± share on K̄ - 1 where it comes from the head's published acceptance on a dataset like the traffic
 (other traffic, sampling temperature and system prompts move it)."""
+SAME_TARGET_SPREAD = 0.25
+"""ASSUMED ± share on K̄ - 1 where it comes from another head's published acceptance for the same target and
+method (another checkpoint or training run: set before any published speedup was compared)."""
 
 
 def draft_forward(drafter, gpu, tp: int, seqs: int, tokens_per_seq: float, context: float, *, fc: bool) -> float:
@@ -95,18 +98,23 @@ CORPUS_CLASS = {"sharegpt": "chat", "wildchat": "chat", "lmsys": "chat", "specbe
 """The published-acceptance dataset class nearest each known corpus (MT-bench-like chat, HumanEval-like code)."""
 
 
-def acceptance(drafter, k: int, workload) -> tuple[float, float, str]:
-    """(K̄ at K, ± share on K̄ - 1, where from): this host's probe of the head, else the head's published
-    per-position acceptance on the traffic's dataset class (calibration/drafter_acceptance.csv), else the class
-    prior of its kind."""
+def acceptance(drafter, k: int, workload, target_id: str = "") -> tuple[float, float, str]:
+    """(K̄ at K, ± share on K̄ - 1, where from): the head's published per-position acceptance on the traffic's dataset
+    class (calibration/drafter_acceptance.csv), else another head's for the same target and method, else the class
+    prior of its kind. (This host's probe of the head is not read yet: issue 41 leaves it open.)"""
     from advisor.methods import _acceptance_table as table
 
     corpus = getattr(workload, "corpus", None) if workload is not None else None
     cls = CORPUS_CLASS.get((corpus or "").lower())
+    unknown = "" if cls else ", the traffic unknown: its median dataset"
     row = table.lookup(drafter.id, cls)
     if row is not None:
-        return kbar_of(row.rates, k), PUBLISHED_SPREAD, (f"{drafter.id}'s published acceptance on {row.dataset} "
-                                                         f"({row.source}){'' if cls else ', the traffic unknown: its median dataset'}")
+        return kbar_of(row.rates, k), PUBLISHED_SPREAD, f"{drafter.id}'s published acceptance on {row.dataset.split(' (')[0]} ({row.source}){unknown}"
+    row = table.lookup_same_target(target_id, drafter.kind, cls) if target_id else None
+    if row is not None:
+        return kbar_of(row.rates, k), SAME_TARGET_SPREAD, (f"another {drafter.kind} head for {target_id}: {row.drafter}'s "
+                                                           f"published acceptance on {row.dataset.split(' (')[0]} ({row.source}){unknown}; "
+                                                           f"{drafter.id}'s own is not published")  # fmt: skip
     lo, mid, hi = CLASS_PRIOR_RATE[drafter.kind]
     kb = kbar_of(geometric(mid, k), k)
     spread = max(ACCEPTANCE_SPREAD, (kbar_of(geometric(hi, k), k) - 1) / max(kb - 1, 1e-9) - 1)

@@ -42,7 +42,7 @@ class DrafterMethod:
         key = (self.id, k, n, round(context, 1))
         if key in ctx.memo:
             return ctx.memo[key]
-        kbar, spread, source = dr.acceptance(ctx.drafter, k, ctx.workload)
+        kbar, spread, source = dr.acceptance(ctx.drafter, k, ctx.workload, ctx.profile.id)
         plain, verify, draft, notes = dr.drafted_step(ctx.profile, ctx.drafter, ctx.gpu, ctx.layout, n, context, k)
         r = (verify + draft) / plain
         est = GainEstimate(gain=dr.gain_band(kbar, r, spread), k_bar=kbar, r=r, k_bar_source=source,

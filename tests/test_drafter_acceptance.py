@@ -1,0 +1,36 @@
+"""The drafter acceptance table is what its rebuild script makes of the frozen published rows, and the drafter
+methods read it (own head first, then another head for the same target, then the class prior)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from advisor.methods import _drafted as dr
+from advisor.model.drafter import load_drafter
+
+ROOT = Path(__file__).resolve().parent.parent
+L8 = "meta-llama/Llama-3.1-8B-Instruct"
+
+
+def test_shipped_table_is_what_the_script_builds():
+    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "rebuild_drafter_acceptance.py"), "--check"],
+                          capture_output=True, text=True)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_kbar_of_per_position_rates():
+    assert dr.kbar_of([0.7296, 0.5208, 0.3545], 3) == 1 + 0.7296 + 0.5208 + 0.3545
+    assert dr.kbar_of([0.7296, 0.5208, 0.3545], 1) == 1.7296
+    # past the published positions the last conditional rate continues (0.3545 / 0.5208)
+    assert abs(dr.kbar_of([0.7296, 0.5208, 0.3545], 4) - (2.6049 + 0.3545 * 0.3545 / 0.5208)) < 1e-9
+
+
+def test_acceptance_sources_in_order():
+    head = load_drafter("yuhuili/EAGLE3-LLaMA3.1-Instruct-8B")
+    kb, spread, src = dr.acceptance(head, 3, None, L8)  # its own is unpublished: RedHatAI's head for the same target
+    assert abs(kb - 2.6049) < 1e-6 and spread == dr.SAME_TARGET_SPREAD and "RedHatAI/Llama-3.1-8B-Instruct-speculator.eagle3" in src
+    draft = load_drafter("meta-llama/Llama-3.2-1B-Instruct")
+    kb, spread, src = dr.acceptance(draft, 3, None, L8)  # nothing published for a Llama draft model: the class prior
+    assert "class prior" in src and spread >= dr.ACCEPTANCE_SPREAD and 1 < kb < 4
