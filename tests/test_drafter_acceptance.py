@@ -34,3 +34,18 @@ def test_acceptance_sources_in_order():
     draft = load_drafter("meta-llama/Llama-3.2-1B-Instruct")
     kb, spread, src = dr.acceptance(draft, 3, None, L8)  # nothing published for a Llama draft model: the class prior
     assert "class prior" in src and spread >= dr.ACCEPTANCE_SPREAD and 1 < kb < 4
+
+
+def test_drafter_cost_table_is_what_the_fit_script_makes():
+    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "fit_drafter_costs.py"), "--check"],
+                          capture_output=True, text=True)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_measured_host_term_applies_on_its_host_and_is_carried_elsewhere():
+    from advisor.hardware.gpus import get_gpu
+
+    host, where, measured = dr.host_costs(get_gpu("H100"))
+    assert measured and "h100-vllm0.26.0" in where and host[0] > dr.DRAFT_FORWARD_FIXED_S
+    host_b, where_b, measured_b = dr.host_costs(get_gpu("B200"))
+    assert not measured_b and "carried" in where_b and host_b == host

@@ -75,3 +75,15 @@ def median_rates(kind_rows) -> tuple[float, ...]:
     """Position-wise median of rows' rates (positions every row has)."""
     n = min(len(r.rates) for r in kind_rows)
     return tuple(statistics.median(r.rates[i] for r in kind_rows) for i in range(n))
+
+
+@functools.cache
+def drafter_costs() -> tuple[dict, ...]:
+    """calibration/drafter_costs.csv (scripts/fit_drafter_costs.py): per host profile, the host seconds of one drafter
+    forward, fixed and per sequence."""
+    path = data_path("calibration") / "drafter_costs.csv"
+    if not path.is_file():
+        return ()
+    with path.open(newline="") as f:
+        return tuple({"host_profile": r["host_profile"], "fixed": float(r["forward_fixed_s"]),
+                      "per_seq": float(r["forward_per_seq_s"]), "source": r["source"]} for r in csv.DictReader(f))  # fmt: skip

@@ -34,11 +34,13 @@ SAME_TARGET_SPREAD = 0.25
 method (another checkpoint or training run: set before any published speedup was compared)."""
 
 
-def draft_forward(drafter, gpu, tp: int, seqs: int, tokens_per_seq: float, context: float, *, fc: bool) -> float:
-    """Seconds of one drafter forward over ``seqs`` x ``tokens_per_seq`` tokens at mean context ``context``."""
+def draft_forward(drafter, gpu, tp: int, seqs: int, tokens_per_seq: float, context: float, *, fc: bool,
+                  host: tuple[float, float] = (DRAFT_FORWARD_FIXED_S, 0.0)) -> float:
+    """Seconds of one drafter forward over ``seqs`` x ``tokens_per_seq`` tokens at mean context ``context``: the
+    drafter's roofline, all-reduces and piecewise launches, plus ``host`` = (fixed, per sequence) seconds of host work."""
     c = sc.step_cost(drafter.profile, gpu, tp, sc.StepShape(seqs=max(1, seqs), tokens_per_seq=max(1.0, tokens_per_seq),
                                                               context=context))  # fmt: skip
-    t = c.t_roofline + c.t_allreduce + sc.launch_time(drafter.profile, "piecewise") + DRAFT_FORWARD_FIXED_S
+    t = c.t_roofline + c.t_allreduce + sc.launch_time(drafter.profile, "piecewise") + host[0] + host[1] * seqs
     if fc and drafter.fc_params:  # EAGLE-3 fuses the target's aux hidden states: fc of (aux x hidden) -> hidden
         tokens = seqs * tokens_per_seq
         bw = gpu.bandwidth_tbs * 1e12 * sc.WEIGHT_MEM_EFFICIENCY
@@ -48,19 +50,52 @@ def draft_forward(drafter, gpu, tp: int, seqs: int, tokens_per_seq: float, conte
     return t
 
 
-def drafted_step(p, drafter, gpu, lay, n: int, context: float, k: int) -> tuple[float, float, float, list[str]]:
-    """(plain step, verification step, drafting, notes) seconds at ``n`` running sequences per replica."""
+def plain_step(p, gpu, lay, n: int, context: float) -> float:
+    """Seconds of a plain decode step of the target (advisor.predict.absolute.decode_step)."""
     from advisor.predict.absolute import decode_step
 
-    plain, _ = decode_step(p, gpu, lay, n, context)
+    return decode_step(p, gpu, lay, n, context)[0]
+
+
+def host_costs(gpu) -> tuple[tuple[float, float], str, bool]:
+    """((fixed, per-sequence) seconds of host work per drafter forward, where from, measured on this host?): the host
+    profile matching ``gpu`` in calibration/drafter_costs.csv (MEASURED there), else the median of the measured
+    ones carried (ASSUMED within x2 here), else DRAFT_FORWARD_FIXED_S alone (ASSUMED)."""
+    from advisor.methods import _acceptance_table as table
+    from advisor.predict import host_profile as hp
+
+    rows = table.drafter_costs()
+    match = hp.match(gpu.name).profiles
+    own = [r for r in rows if r["host_profile"] in match]
+    if len(match) == 1 and own:
+        r = own[0]
+        return (r["fixed"], r["per_seq"]), f"MEASURED on host profile {r['host_profile']} ({r['source'].split(' (')[0]})", True
+    if rows:
+        fixed = sorted(r["fixed"] for r in rows)[len(rows) // 2]
+        per = sorted(r["per_seq"] for r in rows)[len(rows) // 2]
+        ids = ", ".join(r["host_profile"] for r in rows)
+        return (fixed, per), f"carried: MEASURED on {ids}, not on this host (ASSUMED within x2)", False
+    return (DRAFT_FORWARD_FIXED_S, 0.0), f"ASSUMED {DRAFT_FORWARD_FIXED_S * 1e6:.0f} us", False
+
+
+def drafted_step(p, drafter, gpu, lay, n: int, context: float, k: int,
+                 host: tuple[float, float] | None = None) -> tuple[float, float, float, list[str]]:  # fmt: skip
+    """(plain step, verification step, drafting, notes) seconds at ``n`` running sequences per replica; ``host``:
+    (fixed, per-sequence) host seconds per drafter forward (None: :func:`host_costs` for this GPU)."""
+    from advisor.predict.absolute import decode_step
+
+    where = "given"
+    if host is None:
+        host, where, _ = host_costs(gpu)
+    plain = plain_step(p, gpu, lay, n, context)
     verify, _ = decode_step(p, gpu, lay, n, context, tokens_per_seq=1 + k)
-    first = draft_forward(drafter, gpu, lay.tp, n, 1 + k, context, fc=True)
-    rest = (k - 1) * draft_forward(drafter, gpu, lay.tp, n, 1, context, fc=False) if k > 1 else 0.0
+    first = draft_forward(drafter, gpu, lay.tp, n, 1 + k, context, fc=True, host=host)
+    rest = (k - 1) * draft_forward(drafter, gpu, lay.tp, n, 1, context, fc=False, host=host) if k > 1 else 0.0
     draft = first + rest + REJECTION_S
     notes = [f"drafter {drafter.id}: {k} forwards {draft * 1e3:.2f} ms per step (its weights, KV and LM head on the "
-             f"step-cost physics; ASSUMED {DRAFT_FORWARD_FIXED_S * 1e6:.0f} us host work per forward and "
-             f"{REJECTION_S * 1e3:.1f} ms rejection sampler), verification of {1 + k} tokens per sequence "
-             f"{verify * 1e3:.2f} ms against a plain step {plain * 1e3:.2f} ms"]  # fmt: skip
+             f"step-cost physics; host work per forward {host[0] * 1e6:.0f} us + {host[1] * 1e6:.1f} us per sequence, "
+             f"{where}; ASSUMED {REJECTION_S * 1e3:.1f} ms rejection sampler), verification of {1 + k} tokens per "
+             f"sequence {verify * 1e3:.2f} ms against a plain step {plain * 1e3:.2f} ms"]  # fmt: skip
     return plain, verify, draft, notes
 
 

@@ -43,9 +43,16 @@ class DrafterMethod:
         if key in ctx.memo:
             return ctx.memo[key]
         kbar, spread, source = dr.acceptance(ctx.drafter, k, ctx.workload, ctx.profile.id)
-        plain, verify, draft, notes = dr.drafted_step(ctx.profile, ctx.drafter, ctx.gpu, ctx.layout, n, context, k)
+        host, _, measured = dr.host_costs(ctx.gpu)
+        plain, verify, draft, notes = dr.drafted_step(ctx.profile, ctx.drafter, ctx.gpu, ctx.layout, n, context, k, host=None)
         r = (verify + draft) / plain
-        est = GainEstimate(gain=dr.gain_band(kbar, r, spread), k_bar=kbar, r=r, k_bar_source=source,
+        band = dr.gain_band(kbar, r, spread)
+        if not measured:  # the host work per forward carried from another host: ASSUMED within x2 either way
+            rs = [sum(dr.drafted_step(ctx.profile, ctx.drafter, ctx.gpu, ctx.layout, n, context, k,
+                                      host=(host[0] * f, host[1] * f))[1:3]) / plain for f in (0.5, 2.0)]  # fmt: skip
+            band = band.model_copy(update={"low": min(band.low, band.low * r / max(rs)),
+                                           "high": max(band.high, band.high * r / min(rs))})  # fmt: skip
+        est = GainEstimate(gain=band, k_bar=kbar, r=r, k_bar_source=source,
                            notes=[f"{self.title} tokens/step {kbar:.2f} at K={k}: {source}", *notes])  # fmt: skip
         ctx.memo[key] = est
         return est
