@@ -75,6 +75,11 @@ class VllmFacts(BaseModel):
     """The same for ``method=ngram``: True where it is the GPU speculator (0.34: NgramSpeculatorConfig runs
     NgramGPUSpeculator, filler slots verified as drafts); False where ``ngram`` is V1's CPU proposer, whose draft
     is only the matched continuation (up to K)."""
+    draft_position_override: bool = True
+    """Whether SpeculativeConfig raises an EAGLE draft's ``max_position_embeddings`` to the target's max_model_len
+    (vLLM #48894, PR #49343). Where it does not (0.26), a head whose config says less (yuhuili's Llama-3.1-8B EAGLE-3
+    head: 2048) sizes the draft's rotary cache too small and the engine dies with a device-side assert once a draft
+    position passes it (campaign 15, calibration/serving_bench/h100-vllm0.26.0-c15)."""
     suffix_tuning_knobs: tuple[str, ...] = ("suffix_decoding_max_tree_depth", "suffix_decoding_max_cached_requests",
                                             "suffix_decoding_max_spec_factor", "suffix_decoding_min_token_prob")
     """The ``suffix_decoding_*`` SpeculativeConfig fields this line's suffix proposer reads. The renderer writes no
@@ -209,8 +214,10 @@ _PP_SOURCE = ("no speculative method is known to work with PP in this release: v
 _TABLE: dict[str, dict] = {
     "0.26": dict(
         release="0.26.0", **_SUFFIX, **_COMMON, graph_cap=512, graph_cap_sm100=512, spec_methods=_METHODS_026,
+        draft_position_override=False,
         batch_tiers=(_H100_CLASS, _SMALL), parser_module="vllm.entrypoints.openai.cli_args",
         sources={
+            "draft_position_override": "vllm/config/speculative.py: no _maybe_override_draft_max_position_embeddings (0.26.0); the H100 run of campaign 15 crashed past the head's 2048",
             "suffix_*": "vllm/config/speculative.py:192-207 (0.26.0)",
             "ngram_prompt_lookup": "vllm/config/speculative.py:739-742 (0.26.0)",
             "block_size": "vllm/config/cache.py:47 DEFAULT_BLOCK_SIZE (0.26.0)",
@@ -255,6 +262,7 @@ _TABLE: dict[str, dict] = {
         release="0.32.0", **_SUFFIX, **_COMMON, graph_cap=512, graph_cap_sm100=1024, spec_methods=_METHODS_026,
         batch_tiers=(_B200_CLASS, _H100_CLASS, _SMALL), parser_module="vllm.entrypoints.launchers.cli_args",
         sources={
+            "draft_position_override": "vllm/config/speculative.py:1394-1397, 1677 SpeculativeConfig._maybe_override_draft_max_position_embeddings (0.32.0)",
             "suffix_*": "vllm/config/speculative.py:505-520 (0.32.0)",
             "ngram_prompt_lookup": "vllm/config/speculative.py:1197-1200 (0.32.0)",
             "block_size": "vllm/config/cache.py:72 DEFAULT_BLOCK_SIZE (0.32.0)",
@@ -297,6 +305,7 @@ _TABLE: dict[str, dict] = {
         batch_tiers=(_B200_CLASS, (70, ("a100", "gb10"), 8192, 1024), _SMALL),
         parser_module="vllm.entrypoints.common.cli_args",
         sources={
+            "draft_position_override": "vllm/config/speculative.py:1506-1508, 1807 SpeculativeConfig._maybe_override_draft_max_position_embeddings (0.33.0)",
             "suffix_*": "vllm/config/speculative.py:538-553 (0.33.0)",
             "ngram_prompt_lookup": "vllm/config/speculative.py:1302-1305 (0.33.0)",
             "block_size": "vllm/config/cache.py:185 DEFAULT_BLOCK_SIZE (0.33.0)",
@@ -354,6 +363,7 @@ _TABLE: dict[str, dict] = {
         suffix_tuning_knobs=("suffix_decoding_max_tree_depth", "suffix_decoding_max_cached_requests"),
         spec_methods=_METHODS_034, extensible_kv_cache=True,
         sources={
+            "draft_position_override": "vllm/v1/worker/gpu/spec_decode/speculator_config.py:218 calls vllm/config/speculative.py:1486 SpeculativeConfig._maybe_override_draft_max_position_embeddings (0.34.0)",
             "suffix_*": "vllm/config/speculative.py:584-604 (0.34.0): depth 24, max_cached_requests 10000 (only 0 "
                         "matters now: it turns the corpus off), corpus_tokens 1 << 20 (new); max_spec_factor 1.0 and "
                         "min_token_prob 0.1 kept, documented 'Deprecated and has no effect: the GPU suffix speculator "

@@ -161,6 +161,11 @@ LAYOUT_CASES: dict[str, Decision] = {
     "ngram_k8_lookup2_4": Decision(speculative_method="ngram", num_speculative_tokens=8,
                                    ngram=NgramParams(prompt_lookup_min=2, prompt_lookup_max=4)),
     "mtp_k1": Decision(speculative_method="mtp", num_speculative_tokens=1, tensor_parallel_size=8),
+    # the model-drafted methods (advisor.methods.eagle3 / draft_model): the drafter named as `model`
+    "eagle3_k3": Decision(speculative_method="eagle3", num_speculative_tokens=3,
+                          speculative_model="yuhuili/EAGLE3-LLaMA3.1-Instruct-8B"),
+    "draft_model_k4": Decision(speculative_method="draft_model", num_speculative_tokens=4,
+                               speculative_model="meta-llama/Llama-3.2-1B-Instruct"),
     # the operating point (issue 23): batch values and a K schedule by batch size
     "ngram_schedule_batch": Decision(speculative_method="ngram", num_speculative_tokens=4, max_num_seqs=256,
                                      max_num_batched_tokens=8192,

@@ -118,6 +118,10 @@ print(json.dumps({
     "ngram_gpu_for_ngram": 'base_method = "ngram"' in ngram_cfg_src and "NgramGPUSpeculator" in ngram_cfg_src,
     "ngram_fills_k": "tl.where(slot_valid, gathered, last_tok)" in ngram_spec_src,
     "block_default": CacheConfig.DEFAULT_BLOCK_SIZE,
+    # EAGLE drafts' max_position_embeddings raised to the target's (vLLM #48894, PR #49343)
+    "draft_position_override": "_maybe_override_draft_max_position_embeddings(" in (_source("vllm.config.speculative") or "")
+                               .split("def _maybe_override_draft_max_position_embeddings")[0]
+                               + (_source("vllm.v1.worker.gpu.spec_decode.speculator_config") or ""),
     "gmu_class_default": getattr(CacheConfig, "DEFAULT_GPU_MEMORY_UTILIZATION", None),
     "extensible": "enable_extensible_kv_cache" in {f.name for f in dataclasses.fields(CacheConfig)},
     "v1_runner": _source("vllm.v1.worker.gpu_model_runner") is not None,
@@ -167,6 +171,7 @@ def test_facts_match_the_release_own_config_defaults(version: str):
     assert f.suffix_drafts_full_k == got["suffix_fills_k"] == got["suffix_proposer"].startswith("vllm.v1.worker.gpu.")
     assert f.ngram_drafts_full_k == (got["ngram_gpu_for_ngram"] and got["ngram_fills_k"])
     assert f.block_size == got["block_default"]
+    assert f.draft_position_override == got["draft_position_override"]
     assert (f.arctic_inference is None) is not got["imports_arctic"]
     assert got["mtp"] and f.mtp_method == "mtp"
     # the MTP drafters this release runs eagerly (no @support_torch_compile in the module: priced as host work,

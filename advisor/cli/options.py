@@ -25,7 +25,9 @@ MAX_MODEL_LEN = typer.Option(None, "--max-model-len", min=16, help="Longest prom
 K = typer.Option(None, "--k", min=1, max=64, help="num_speculative_tokens when suffix is chosen (default: what the rules set, else rules/policy/decider.yaml's).")
 GMU = typer.Option(None, "--gmu", min=0.05, max=0.99,
                    help=f"gpu_memory_utilization (default: what the rules set, else vLLM's {_vllm.facts().gpu_memory_utilization:g}).")
-SPEC = typer.Option(None, "--spec", help="Launch this speculative method whatever the prediction says: none (plain decoding), suffix, ngram or mtp (default: the one predicted fastest for the objective; the output says when the forced one is predicted to lose).", rich_help_panel="Layout search")
+SPEC = typer.Option(None, "--spec", help="Launch this speculative method whatever the prediction says: none (plain decoding), suffix, ngram, mtp, eagle3, eagle or draft_model (advisor.methods; default: the one predicted fastest for the objective; the output says when the forced one is predicted to lose).", rich_help_panel="Layout search")
+DRAFT = typer.Option(None, "--draft", metavar="DIR_OR_ID", help="The drafter for the model-drafted methods: an EAGLE-3 / EAGLE head or a draft model (local directory with config.json, catalog id, or HF cache). Default: the catalog's heads and draft models paired with MODEL (advisor.model.drafter.drafters_for); none: those methods are not candidates.", rich_help_panel="Layout search")
+DRAFT_K = typer.Option(None, "--draft-k", min=1, max=16, help="num_speculative_tokens of the drafter methods (EAGLE-3, EAGLE, draft model; default: searched over 1, 2, 3, 4, 5, 7).", rich_help_panel="Layout search")
 ARRIVAL = typer.Option(None, "--arrival", help="Load pattern --max-tpot-ms/--max-ttft-ms are judged on: closed (vllm bench serve --max-concurrency C, fixed lengths: prompts arrive in waves; the default without --request-rate) or poisson (Poisson arrivals; the default and only choice with --request-rate). The output says which.", rich_help_panel="Layout search")
 NGRAM_K = typer.Option(None, "--ngram-k", min=1, max=64, help="num_speculative_tokens of the n-gram candidates (default: advisor.kbar.ngram's 4).")
 NGRAM_LOOKUP = typer.Option(None, "--ngram-lookup", metavar="MIN:MAX",
@@ -68,7 +70,8 @@ SHARED = (
     ("probe", "bool", PROBE), ("probe_duration", "float", PROBE_DURATION), ("probe_requests", "int | None", PROBE_REQUESTS),
     ("server_cmd", "str", SERVER_CMD), ("ngram_k", "int | None", NGRAM_K), ("ngram_lookup", "str | None", NGRAM_LOOKUP),
     ("request_rate", "float | None", REQUEST_RATE), ("kv_cache_dtype", "str", KV_CACHE_DTYPE),
-    ("spec", "str | None", SPEC), ("arrival", "str | None", ARRIVAL),
+    ("spec", "str | None", SPEC), ("arrival", "str | None", ARRIVAL), ("draft", "str | None", DRAFT),
+    ("draft_k", "int | None", DRAFT_K),
 )  # fmt: skip
 """The options ``recommend``, ``render`` and ``report`` share: one place to add a flag (name, type, Option)."""
 

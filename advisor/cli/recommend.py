@@ -30,7 +30,7 @@ def build_recommendation(model: str, opts, gpus_per_node: int | None = None, **c
     query = layout_query(opts.objective, opts.max_tpot_ms, opts.max_ttft_ms, opts.prompt_len, opts.output_len,
                          opts.ngram_k, opts.ngram_lookup, concurrency_given=concurrency is not None,
                          request_rate=opts.request_rate, kv_cache_dtype=opts.kv_cache_dtype, spec=opts.spec,
-                         arrival=opts.arrival)  # fmt: skip
+                         arrival=opts.arrival, draft_k=opts.draft_k)  # fmt: skip
     from advisor.vllm_facts import facts
 
     # Multi-node replicas: priced as TP per node x PP, and only with speculation this vLLM runs under PP.
@@ -67,13 +67,35 @@ def build_recommendation(model: str, opts, gpus_per_node: int | None = None, **c
                                     allow_fallback=fallback)  # fmt: skip
     predict = StorePredictor(s)
     rules = load_rules(s.rules_dirs, facts=fact_names())
+    drafters = drafters_of(profile, opts.draft, s)
     rec = recommend(
         profile, host, workload, rules,
         tensor_parallel_size=tp, max_model_len=max_model_len, num_speculative_tokens=k,
-        gpu_memory_utilization=gmu, predictor=predict, planner=planner, query=query,
+        gpu_memory_utilization=gmu, predictor=predict, planner=planner, query=query, drafters=drafters,
     )  # fmt: skip
     rec.warnings.extend(predict.skipped)
     return rec
+
+
+def drafters_of(profile, draft: str | None, s) -> list:
+    """The drafters the model-drafted methods price (I/O: reads their configs): ``--draft`` alone when given (a dir
+    or id that is no drafter, or one vLLM refuses with this model, is a one-line error), else every catalog drafter
+    paired with the model that can run with it."""
+    from advisor.model.drafter import check_pair, drafters_for, load_drafter
+
+    if draft is not None:
+        d = load_drafter(draft, settings=s)
+        issue = check_pair(d, profile)
+        if issue is not None and issue.kind == "refusal":
+            raise UsageError(f"--draft {draft}: {issue.text}")
+        return [d]
+    out = []
+    for ref in drafters_for(profile.id):
+        d = load_drafter(ref, settings=s)
+        issue = check_pair(d, profile)
+        if issue is None or issue.kind != "refusal":
+            out.append(d)
+    return out
 
 
 def _kbar_label(workload, source: str) -> str:
@@ -246,7 +268,7 @@ def recommend_cmd(model: str = model_arg(), opts: o.RecommendOptions = None, htm
 def layout_query(objective: str, max_tpot_ms, max_ttft_ms, prompt_len: int, output_len: int,
                  ngram_k: int | None = None, ngram_lookup: str | None = None, *, concurrency_given: bool = True,
                  request_rate: float | None = None, kv_cache_dtype: str = "auto", spec: str | None = None,
-                 arrival: str | None = None):  # fmt: skip
+                 arrival: str | None = None, draft_k: int | None = None):  # fmt: skip
     """The layout search's options (advisor.plan.layout.LayoutQuery), checked."""
     from advisor.plan.layout import LayoutQuery
 
@@ -262,15 +284,18 @@ def layout_query(objective: str, max_tpot_ms, max_ttft_ms, prompt_len: int, outp
         raise UsageError(f"--kv-cache-dtype {kv_cache_dtype!r}: choose auto, fp8 or search")
     if request_rate is not None and concurrency_given:
         raise UsageError("--request-rate and --concurrency both give the load: pass one of them")
-    if spec is not None and spec not in ("none", "suffix", "ngram", "mtp"):
-        raise UsageError(f"--spec {spec!r}: choose none, suffix, ngram or mtp")
+    from advisor import methods
+
+    if spec is not None and spec not in methods.ids():
+        raise UsageError(f"--spec {spec!r}: choose one of {', '.join(methods.ids())}")
     if arrival is not None and arrival not in ("closed", "poisson"):
         raise UsageError(f"--arrival {arrival!r}: choose closed or poisson")
     if arrival == "closed" and request_rate is not None:
         raise UsageError("--arrival closed with --request-rate: a rate is an open loop (Poisson); drop one of them")
     return LayoutQuery(objective=objective, max_tpot_ms=max_tpot_ms, max_ttft_ms=max_ttft_ms, prompt_len=prompt_len,
                        output_len=output_len, ngram_k=ngram_k, ngram_lookup=window, concurrency_given=concurrency_given,
-                       request_rate=request_rate, kv_cache_dtype=kv_cache_dtype, spec=spec, arrival=arrival)  # fmt: skip
+                       request_rate=request_rate, kv_cache_dtype=kv_cache_dtype, spec=spec, arrival=arrival,
+                       draft_k=draft_k)  # fmt: skip
 
 
 def recommend_maybe_probe(model: str, opts, *, quiet: bool, gpus_per_node: int | None = None):

@@ -39,7 +39,9 @@ class DrafterMethod:
         return [fixed] if fixed else list(K_OPTIONS)
 
     def estimate(self, ctx, k, n, context):
-        key = (self.id, k, n, round(context, 1))
+        lay = ctx.layout
+        key = (self.id, ctx.drafter.id, ctx.profile.id, ctx.profile.kv_bytes_per_token, ctx.gpu.name, lay.tp, lay.dp, lay.ep,
+               k, n, round(context, 1))  # fmt: skip
         if key in ctx.memo:
             return ctx.memo[key]
         kbar, spread, source = dr.acceptance(ctx.drafter, k, ctx.workload, ctx.profile.id)

@@ -263,6 +263,8 @@ def _trace(c: Candidate, ranked: list[Candidate], policy: str, effective: str, r
         best = next((x for x in ranked if x.method == name and x.figures is not None), None)
         if best is not None and best is not c:
             lines.append(candidate_line(best, c, q))
+        elif best is None and (first := next((x for x in ranked if x.method == name and x.why_not), None)) is not None:
+            lines.append(f"candidate {first.label()}: {first.why_not}")  # a method none of whose candidates has figures
     if q.ngram_k or q.ngram_lookup:
         lo, hi = q.ngram_lookup or (None, None)
         lines.append("n-gram as asked: " + (f"K={q.ngram_k} (--ngram-k) caps tokens per step at {q.ngram_k + 1} and the "

@@ -244,26 +244,30 @@ SuffixGain = Callable[[int, int, int], "object | None"]
 k_bar, r, measured), or None when the predictor declines."""
 
 
-def _spec_options(p: ModelProfile, k_fixed: int | None, k_rules: int, pol, query: LayoutQuery, drafter=None,
-                  vf=None) -> list[tuple[str, int | None]]:  # fmt: skip
-    """(method, K) pairs searched: plain, then every method of advisor.methods that can run here, at its Ks."""
-    opts: list[tuple[str, int | None]] = [("none", None)]
+def _spec_options(p: ModelProfile, k_fixed: int | None, k_rules: int, pol, query: LayoutQuery, drafters=(),
+                  vf=None) -> list[tuple[str, int | None, object]]:  # fmt: skip
+    """(method, K, drafter) triples searched: plain, then every method of advisor.methods that can run here, at its
+    Ks; a drafter method once per drafter of its kind (the first that runs with the model)."""
+    opts: list[tuple[str, int | None, object]] = [("none", None, None)]
     for m in _methods.all_methods():
-        if m.id == "none" or m.needs(p, drafter, vf) is not None:
+        if m.id == "none":
             continue
-        opts += [(m.id, k) for k in m.ks(p, drafter, k_fixed=k_fixed, k_rules=k_rules, policy=pol, query=query)]
+        drafter = next((d for d in drafters if d.kind in getattr(m, "kinds", ()) and m.needs(p, d, vf) is None), None)
+        if m.needs(p, drafter, vf) is not None:
+            continue
+        opts += [(m.id, k, drafter) for k in m.ks(p, drafter, k_fixed=k_fixed, k_rules=k_rules, policy=pol, query=query)]
     return opts
 
 
 def score(p: ModelProfile, gpu: GpuSpec, gpus: int, base: Decision, *, concurrency: int, query: LayoutQuery,
           suffix_gain: SuffixGain, planner, tp_fixed: int | None = None, k_fixed: int | None = None,
           k_rules: int, policy_table=None, vllm_version: str | None = None, workload=None,
-          drafter=None) -> list[Candidate]:  # fmt: skip
+          drafters=()) -> list[Candidate]:  # fmt: skip
     """Every candidate with its boot verdict and predicted figures (eligibility and ranking are
     :func:`advisor.plan.choose.choose`'s). ``planner(profile, decision) -> (boots, kv_cache_tokens, reason)``.
     A suffix candidate that does not boot at the rules' K is tried at the table's lower K (without
     ``--k``), and then under lower max_num_seqs caps. ``workload``: the traffic methods read their K̄ from
-    (n-gram's own, a drafter's dataset class); ``drafter``: the EAGLE head or draft model (advisor.model.drafter)."""
+    (n-gram's own, a drafter's dataset class); ``drafters``: the EAGLE heads and draft models (advisor.model.drafter)."""
     from advisor.vllm_facts import DEFAULT_VERSION, facts
 
     pol = policy_table or load_policy()
@@ -276,8 +280,8 @@ def score(p: ModelProfile, gpu: GpuSpec, gpus: int, base: Decision, *, concurren
         seq_caps += list(pol.seqs_caps)
     cands: list[Candidate] = []
     gains: dict[tuple, object | None] = {}
-    opts = _spec_options(p, k_fixed, k_rules, pol, query, drafter, vf)
-    last_k = ([k for m, k in opts if m == "suffix"] or [None])[-1]
+    opts = _spec_options(p, k_fixed, k_rules, pol, query, drafters, vf)
+    last_k = ([k for m, k, _ in opts if m == "suffix"] or [None])[-1]
     kv_opts = ["auto", "fp8"] if query.kv_cache_dtype == "search" else [query.kv_cache_dtype]
     why_no_fp8 = kv_fp8_refusal(p, gpu)
     if why_no_fp8:
@@ -292,7 +296,7 @@ def score(p: ModelProfile, gpu: GpuSpec, gpus: int, base: Decision, *, concurren
         for lay in lays:
             per_replica = -(-concurrency // lay.dp)
             suffix_booted = False
-            for method, k in opts:
+            for method, k, drafter in opts:
                 if method == "suffix" and k != (k_fixed or k_rules) and suffix_booted:
                     continue  # a lower K only where the rules' K does not boot
                 # the memory planner's order: lower K first, then fewer sequences (the last K only)
@@ -313,6 +317,20 @@ def score(p: ModelProfile, gpu: GpuSpec, gpus: int, base: Decision, *, concurren
                     if fallback and c.boots:
                         break
     return cands
+
+
+def drafter_position_refusal(drafter, max_model_len: int, vf) -> str | None:
+    """Why a drafter cannot serve ``max_model_len`` on this vLLM line (None: it can): a head whose config's
+    max_position_embeddings is below it, on a line that does not raise it to the target's (VllmFacts
+    draft_position_override)."""
+    limit = drafter.profile.max_context
+    if vf is None or vf.draft_position_override or limit >= max_model_len:
+        return None
+    return (f"does not run: drafter {drafter.id} says max_position_embeddings {limit} < max_model_len {max_model_len}, and "
+            f"vLLM {vf.version} sizes the draft's rotary cache from it: the engine dies with a device-side assert once a "
+            f"draft position passes {limit} (vLLM #48894; seen in campaign 15, calibration/serving_bench/"
+            f"h100-vllm0.26.0-c15); pass --max-model-len {limit}, a vLLM line that raises it (0.32+), or a head "
+            "trained for the target's context")  # fmt: skip
 
 
 def _context(p, gpu, lay, vf, suffix_gain, gains, k_ngram_ref, workload, drafter) -> MethodContext:
@@ -361,6 +379,9 @@ def _one(p, gpu, lay, method, k, cap, base, concurrency, query, suffix_gain, pla
                         "speculative method the advisor renders is known to work with PP in this vLLM (advisor.vllm_facts "
                         "pp_speculative_methods: vLLM issue #57755, PR #55623)")  # fmt: skip
         return cand
+    if uses_drafter and (why := drafter_position_refusal(drafter, d.max_model_len, vf)):
+        return Candidate(layout=lay, method=method, k=k, max_num_seqs=cap, boots=False, memory_reason="not planned",
+                         drafter=drafter.id, eligible=False, why_kind="boot", why_not=why)  # fmt: skip
     boots, kv_tokens, reason = planner(replica_profile(p, lay, method, drafter if uses_drafter else None), d)
     cand = Candidate(layout=lay, method=method, k=k, max_num_seqs=cap, boots=boots, kv_cache_tokens=kv_tokens, memory_reason=reason,
                      pipeline=split, drafter=d.speculative_model)  # fmt: skip

@@ -129,7 +129,7 @@ def recommend(
     planner: MemoryPlanner | None = None,
     query: LayoutQuery | None = None,
     build: str = "release",
-    drafter=None,
+    drafters=(),
 ) -> Recommendation:
     """The whole decision. The :class:`~advisor.plan.seams.Predictor` and the
     :class:`~advisor.plan.seams.MemoryPlanner` are injected so that this function stays pure and
@@ -137,8 +137,8 @@ def recommend(
     Every candidate is predicted at its own TP, K and per-replica concurrency; the decision, its
     reasons, the prediction and the probe plan are the chosen candidate's. ``build``: whose start-up
     memory terms judge each candidate (the planner seam's own build for the chosen one). The user's
-    flags are never changed silently. ``drafter``: the EAGLE head or draft model (advisor.model.drafter.Drafter,
-    from --draft or the catalog's pairing) the drafter methods price and launch; None: they are not candidates."""
+    flags are never changed silently. ``drafters``: the EAGLE heads and draft models (advisor.model.drafter.Drafter,
+    from --draft or the catalog's pairing) the drafter methods price and launch; none: they are not candidates."""
 
     pol = load_policy()
     if tensor_parallel_size is not None:
@@ -217,11 +217,13 @@ def recommend(
         cands = score(profile, gpu, gpus, b, concurrency=concurrency or workload.concurrency, query=q,
                       suffix_gain=suffix_prediction, planner=verdict, tp_fixed=tensor_parallel_size,
                       k_fixed=num_speculative_tokens, k_rules=k, policy_table=pol, vllm_version=host.vllm_version,
-                      workload=workload, drafter=drafter)  # fmt: skip
+                      workload=workload, drafters=drafters)  # fmt: skip
         if q.spec is not None and not any(c.method == q.spec for c in cands):
             from advisor import methods
 
-            why = methods.get(q.spec).needs(profile, drafter, _facts(host.vllm_version))
+            m = methods.get(q.spec)
+            why = m.needs(profile, next((d for d in drafters if d.kind in getattr(m, "kinds", ())), None),
+                          _facts(host.vllm_version))  # fmt: skip
             raise UsageError(f"--spec {q.spec}: {_method_name(q.spec)} is not a candidate for {profile.id}"
                              + (f" ({why})" if why else "") + "; drop --spec or pick another")
         return cands, choose(cands, policy=outcome.speculation, rule=outcome.speculation_rule, query=q,
@@ -362,7 +364,7 @@ def recommend(
         warnings.insert(0, f"--request-rate {query.request_rate:g}/s needs {m} servers of {g} GPU(s) ({m * g} GPUs in all): "
                            f"run this configuration {m} times behind a load balancer")  # fmt: skip
     rec = _assemble(profile, host, workload, outcome, base, cands, choice, fixed, warnings, trace, fields,
-                    sized.get("query", query), suffix_prediction, planner, num_speculative_tokens, k, pol)  # fmt: skip
+                    sized.get("query", query), suffix_prediction, planner, num_speculative_tokens, k, pol, drafters)  # fmt: skip
     if sized:
         rec = rec.model_copy(update={"servers": sized["servers"]})
     return rec
@@ -391,7 +393,7 @@ def _not_bootable(profile, host, workload, outcome, decision, alt, why, warnings
 
 
 def _assemble(profile, host, workload, outcome, base, cands, choice, fixed, warnings, trace, fields, query,
-              suffix_prediction, planner, k_flag, k_rules, pol) -> Recommendation:  # fmt: skip
+              suffix_prediction, planner, k_flag, k_rules, pol, drafters=()) -> Recommendation:  # fmt: skip
 
     c = choice.chosen
     decision = decision_of(base, c)
@@ -426,7 +428,8 @@ def _assemble(profile, host, workload, outcome, base, cands, choice, fixed, warn
         from advisor.plan.layout import kv_fp8_profile
 
         mem_profile = kv_fp8_profile(profile) if c.kv_cache_dtype == "fp8" else profile
-        _, memory, plan_trace, plan_warnings = planner(replica_profile(mem_profile, c.layout, c.method, drafter if c.drafter else None), lay_host, decision,
+        _, memory, plan_trace, plan_warnings = planner(replica_profile(mem_profile, c.layout, c.method, next((d for d in drafters if d.id == c.drafter), None)),
+                                                       lay_host, decision,
                                                        frozenset(FIXED_BY))  # fmt: skip
         trace += plan_trace
         warnings += [w for w in plan_warnings if not w.startswith("does not boot with your")] if memory and memory.boots else plan_warnings

@@ -84,9 +84,10 @@ def check(argv: list[str]) -> dict:
         "port": getattr(args, "port", None),
         "served_model_name": _jsonable(getattr(args, "served_model_name", None)),
     }
-    if engine.speculative_config is not None and engine.speculative_config.get("method") == "mtp":
-        # SpeculativeConfig builds an MTP draft from the target model's config (num_nextn_predict_layers),
-        # which needs the model: check the method name against vLLM's own Literal instead.
+    if engine.speculative_config is not None and engine.speculative_config.get("method") in ("mtp", "eagle3", "eagle", "draft_model"):
+        # SpeculativeConfig builds an MTP draft from the target model's config (num_nextn_predict_layers), and an
+        # EAGLE head or draft model from the drafter's (hub download): check the method name against vLLM's own
+        # Literal and the keys against SpeculativeConfig's fields instead.
         from typing import get_args
 
         from vllm.config.speculative import SpeculativeMethod
@@ -97,9 +98,18 @@ def check(argv: list[str]) -> dict:
                 out |= _names(a) if get_args(a) else {a}
             return out
 
-        if "mtp" not in _names(SpeculativeMethod):
-            return {"ok": False, "error": ["mtp is not a SpeculativeMethod of this vLLM"]}
-        values["spec_validated"] = {"method": "mtp", "num_speculative_tokens": engine.speculative_config["num_speculative_tokens"]}
+        method = engine.speculative_config["method"]
+        if method not in _names(SpeculativeMethod):
+            return {"ok": False, "error": [f"{method} is not a SpeculativeMethod of this vLLM"]}
+        import dataclasses
+
+        fields = {f.name for f in dataclasses.fields(SpeculativeConfig)} if dataclasses.is_dataclass(SpeculativeConfig) \
+            else set(getattr(SpeculativeConfig, "model_fields", {}))
+        unknown = sorted(set(engine.speculative_config) - fields) if fields else []
+        if unknown:
+            return {"ok": False, "error": [f"SpeculativeConfig has no field(s) {unknown}"]}
+        values["spec_validated"] = {"method": method, "num_speculative_tokens": engine.speculative_config["num_speculative_tokens"],
+                                    "model": engine.speculative_config.get("model")}
     elif engine.speculative_config is not None:
         # Same object vLLM builds in create_speculative_config, minus the target model (none here).
         spec = SpeculativeConfig(**engine.speculative_config)
