@@ -25,7 +25,7 @@ def test_parse_and_labels() -> None:
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("eagle:3", "unknown probe configuration"),
+        ("eagle:3", "needs its drafter"), ("medusa:3", "unknown probe configuration"),
         ("vanilla:3", "takes no K"),
         ("suffix:x", "integer"),
         ("suffix:0", "1..64"),
@@ -164,3 +164,26 @@ def test_probe_refuses_mtp_for_a_model_without_mtp_layers_before_any_boot(run_cl
 
     _check_mtp_layers("zai-org/GLM-4.5-Air")  # one MTP layer: no error
     _check_mtp_layers("no-such-org/no-such-model")  # config not at hand offline: vLLM's refusal is recorded instead
+
+
+def test_drafter_configs_name_their_drafter():
+    """eagle3 / eagle / draft_model probe a drafter model named with @draft (required), as recommend --draft takes it."""
+    import json
+
+    import pytest
+
+    from advisor.domain.decision import Decision
+    from advisor.errors import UsageError
+    from advisor.probe.configs import parse_configs, probe_flags
+
+    (cfg,) = parse_configs("eagle3:5@draft=yuhuili/EAGLE3-LLaMA3.1-Instruct-8B")
+    assert cfg.label == "eagle3:5@draft=yuhuili/EAGLE3-LLaMA3.1-Instruct-8B"
+    flags = probe_flags(cfg, Decision(max_model_len=4096), "0.34")
+    spec = json.loads(flags[flags.index("--speculative-config") + 1])
+    assert spec == {"method": "eagle3", "model": "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B", "num_speculative_tokens": 5}
+    (dm,) = parse_configs("draft_model@draft=/models/llama-1b")
+    assert dm.k == 3 and "/models/llama-1b" in " ".join(probe_flags(dm, Decision(), "0.26"))
+    with pytest.raises(UsageError, match="@draft=DIR_OR_ID"):
+        parse_configs("eagle3:3")
+    with pytest.raises(UsageError, match="unknown override"):
+        parse_configs("suffix:8@draft=x")

@@ -110,7 +110,8 @@ def parsed(tmp_path_factory, version: str) -> dict[str, dict]:
     # The probe's own configurations (advisor.probe.configs) go through the same parser.
     from advisor.probe.configs import parse_configs, probe_flags
 
-    for cfg in parse_configs("vanilla,suffix:16,ngram:4,ngram_gpu:4,suffix:8@gmu=0.8@max_model_len=4096"):
+    for cfg in parse_configs("vanilla,suffix:16,ngram:4,ngram_gpu:4,suffix:8@gmu=0.8@max_model_len=4096,"
+                             "eagle3:3@draft=yuhuili/EAGLE3-LLaMA3.1-Instruct-8B,draft_model:4@draft=meta-llama/Llama-3.2-1B-Instruct"):
         argv = _roundtrip([MODEL, *probe_flags(cfg, Decision(max_model_len=8192), version)])
         cases.append({"id": f"probe_{cfg.label}", "argv": argv})
     # The rendered files: what launch.sh really passes to vllm (a recording fake on PATH), and

@@ -60,4 +60,9 @@ def speculative_config(decision, vf) -> dict | None:
     """The ``--speculative-config`` object of ``decision`` on vLLM line ``vf`` (None: plain decoding)."""
     if decision.speculative_method is None:
         return None
-    return get(decision.speculative_method).speculative_config(decision, vf)
+    method = get(decision.speculative_method)
+    if method.vllm_name(vf) not in vf.spec_methods:
+        raise UnknownMethod(f"speculative method {decision.speculative_method!r} ({method.vllm_name(vf)!r}) is not one vLLM "
+                            f"{vf.version} has (its SpeculativeConfig methods: {', '.join(vf.spec_methods)}); pick another "
+                            "--vllm-version or method")
+    return method.speculative_config(decision, vf)

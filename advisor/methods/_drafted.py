@@ -155,3 +155,25 @@ def acceptance(drafter, k: int, workload, target_id: str = "") -> tuple[float, f
     spread = max(ACCEPTANCE_SPREAD, (kbar_of(geometric(hi, k), k) - 1) / max(kb - 1, 1e-9) - 1)
     return kb, spread, (f"class prior of {drafter.kind} drafters: {mid:.2f} per draft [{lo:.2f}, {hi:.2f}] "
                         "(ASSUMED; no published acceptance for this drafter and traffic)")
+
+
+GPU_SPECULATOR_S = 0.1e-3
+"""ASSUMED GPU time of a lookup speculator's own kernels per step (vLLM 0.34's suffix and n-gram speculators:
+vllm/v1/worker/gpu/spec_decode/suffix/speculator.py, ngram/speculator.py: Triton kernels over the batch), on top of
+the rejection sampler. Not measured: vLLM 0.34 needs torch 2.14 and the lent GPU machine has 2.11."""
+
+
+def full_k_step(p, gpu, lay, n: int, context: float, k: int) -> tuple[float, list[str]]:
+    """R of a lookup speculator that drafts all K tokens every step (VllmFacts suffix_drafts_full_k /
+    ngram_drafts_full_k): every sequence verifies 1 + K tokens (a uniform batch: the FULL CUDA graph replays), the
+    speculator's kernels run on the GPU and async scheduling stays on, so no CPU drafting cost is paid. DERIVED from
+    the release's code (advisor.vllm_facts sources), the speculator's own GPU time ASSUMED."""
+    from advisor.predict.absolute import decode_step
+
+    plain = plain_step(p, gpu, lay, n, context)
+    verify, _ = decode_step(p, gpu, lay, n, context, tokens_per_seq=1 + k)
+    r = (verify + GPU_SPECULATOR_S + REJECTION_S) / plain
+    return r, [f"all {k} drafts verified every step (GPU speculator, vLLM drafts filler tokens past the match): "
+               f"verification of {1 + k} tokens per sequence {verify * 1e3:.2f} ms + ASSUMED {GPU_SPECULATOR_S * 1e3:.1f} ms "
+               f"speculator kernels + {REJECTION_S * 1e3:.1f} ms rejection sampler against a plain step {plain * 1e3:.2f} ms "
+               "(DERIVED from the release's code; not measured)"]

@@ -91,7 +91,7 @@ class SpecMethod(Protocol):
     def needs(self, profile: ModelProfile, drafter, vf) -> str | None:
         """Why it cannot be a candidate here (None: it can)."""
 
-    def ks(self, profile: ModelProfile, drafter, *, k_fixed: int | None, k_rules: int, policy, query) -> list[int]:
+    def ks(self, profile: ModelProfile, drafter, *, k_fixed: int | None, k_rules: int, policy, query, vf=None) -> list[int]:
         """The K values searched, preferred first (a lower one is tried where the first does not boot)."""
 
     def estimate(self, ctx: MethodContext, k: int, n: int, context: float) -> GainEstimate | None:

@@ -34,7 +34,7 @@ class DrafterMethod:
         issue = check_pair(drafter, profile)
         return issue.text if issue is not None and issue.kind == "refusal" else None
 
-    def ks(self, profile, drafter, *, k_fixed, k_rules, policy, query) -> list[int]:
+    def ks(self, profile, drafter, *, k_fixed, k_rules, policy, query, vf=None) -> list[int]:
         fixed = getattr(query, "draft_k", None)
         return [fixed] if fixed else list(K_OPTIONS)
 

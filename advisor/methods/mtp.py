@@ -23,7 +23,7 @@ class Mtp:
     def needs(self, profile, drafter, vf) -> str | None:
         return None if profile.mtp_layers else "its config has no MTP layers"
 
-    def ks(self, profile, drafter, *, k_fixed, k_rules, policy, query) -> list[int]:
+    def ks(self, profile, drafter, *, k_fixed, k_rules, policy, query, vf=None) -> list[int]:
         return [profile.mtp_layers] if profile.mtp_layers else []
 
     def estimate(self, ctx, k, n, context):

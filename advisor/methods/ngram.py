@@ -42,7 +42,7 @@ class Ngram:
     def needs(self, profile, drafter, vf) -> str | None:
         return None
 
-    def ks(self, profile, drafter, *, k_fixed, k_rules, policy, query) -> list[int]:
+    def ks(self, profile, drafter, *, k_fixed, k_rules, policy, query, vf=None) -> list[int]:
         from advisor.kbar.ngram import DEFAULT_NGRAM_K
 
         # --k is suffix's; n-gram keeps --ngram-k, else the advisor's n-gram K (advisor.kbar.ngram)
@@ -58,10 +58,18 @@ class Ngram:
         band, r, notes = ngram_gain(ctx.profile, ctx.gpu, ctx.layout, n, context, k, base,
                                     ngram=own_kbar(ctx.workload, ctx.profile, sp, k), build=same_host(sp),
                                     suffix_kbar_sigma=getattr(sp, "k_bar_sigma", 0.0))  # fmt: skip
-        return GainEstimate(gain=band, r=r, k_bar=max(1.0, band.value * r), notes=notes)
+        kbar = max(1.0, band.value * r)
+        if ctx.vf.ngram_drafts_full_k:  # 0.34: the GPU n-gram speculator verifies all K every step, no CPU proposer
+            from advisor.methods import _drafted as dr
+
+            r_full, full_notes = dr.full_k_step(ctx.profile, ctx.gpu, ctx.layout, n, context, k)
+            scale = r / r_full
+            band = band.model_copy(update={"value": band.value * scale, "low": band.low * scale, "high": band.high * scale})
+            return GainEstimate(gain=band, r=r_full, k_bar=kbar, notes=[*notes[:1], f"n-gram on vLLM {ctx.vf.version}: {full_notes[0]}"])
+        return GainEstimate(gain=band, r=r, k_bar=kbar, notes=notes)
 
     def tokens_per_seq(self, k: int, vf) -> float:
-        return 1.0 + k
+        return 1.0 + k  # drafts exactly K where it matches (and, on 0.34, filler past the match)
 
     def speculative_config(self, decision, vf) -> dict:
         from advisor.domain.decision import NgramParams

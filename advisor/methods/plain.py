@@ -15,7 +15,7 @@ class Plain:
     def needs(self, profile, drafter, vf) -> str | None:
         return None
 
-    def ks(self, profile, drafter, *, k_fixed, k_rules, policy, query) -> list[int]:
+    def ks(self, profile, drafter, *, k_fixed, k_rules, policy, query, vf=None) -> list[int]:
         return []
 
     def estimate(self, ctx, k, n, context):

@@ -15,6 +15,24 @@ FITTED_NOTE = ("suffix gain: K > R predictor FITTED on the seed sweep (+ this ho
                "from the host profile (calibration/host_profiles.csv)")  # fmt: skip
 
 
+FULL_K_FALLBACK = (4, 2)
+"""Lower K searched on a line whose suffix speculator verifies all K every step (0.34: default min(8, depth))."""
+
+
+def _full_k(ctx, sp, k: int, n: int, context: float) -> GainEstimate:
+    """Suffix on a line that drafts all K every step (VllmFacts.suffix_drafts_full_k): K̄ from the suffix prediction's
+    traffic (the matched continuation, at most 1 + K), R DERIVED from the release's code (advisor.methods._drafted
+    full_k_step): the seed-fitted R and P(win) are a CPU proposer's and do not carry over."""
+    from advisor.methods import _drafted as dr
+
+    kbar = max(1.0, min(sp.k_bar, 1.0 + k))
+    r, notes = dr.full_k_step(ctx.profile, ctx.gpu, ctx.layout, n, context, k)
+    spread = max(dr.ACCEPTANCE_SPREAD, getattr(sp, "k_bar_sigma", 0.0))
+    return GainEstimate(gain=dr.gain_band(kbar, r, spread), k_bar=kbar, r=r, k_bar_source=getattr(sp, "k_bar_source", None),
+                        notes=[f"suffix on vLLM {ctx.vf.version}: tokens/step {kbar:.2f} at K={k} from the traffic's K̄ "
+                               f"(capped at 1 + K); {notes[0]}"])  # fmt: skip
+
+
 class Suffix:
     id = "suffix"
     title = "suffix decoding"
@@ -27,21 +45,28 @@ class Suffix:
     def needs(self, profile, drafter, vf) -> str | None:
         return None
 
-    def ks(self, profile, drafter, *, k_fixed, k_rules, policy, query) -> list[int]:
+    def ks(self, profile, drafter, *, k_fixed, k_rules, policy, query, vf=None) -> list[int]:
         # --k is "num_speculative_tokens when suffix is chosen" (cli/options.py)
-        return [k_fixed] if k_fixed else [k_rules, *(x for x in policy.suffix_k_fallback if x < k_rules)]
+        if k_fixed:
+            return [k_fixed]
+        if vf is not None and vf.suffix_drafts_full_k:  # every K is verified every step: the line's default K and below
+            top = vf.suffix_default_num_tokens
+            return [top, *(x for x in FULL_K_FALLBACK if x < top)]
+        return [k_rules, *(x for x in policy.suffix_k_fallback if x < k_rules)]
 
     def estimate(self, ctx, k, n, context):
         sp = ctx.suffix_at(ctx.layout.tp, n, k)
         if sp is None:
             return None
+        if ctx.vf.suffix_drafts_full_k:
+            return _full_k(ctx, sp, k, n, context)
         measured = getattr(sp, "measured", None)
         return GainEstimate(gain=Band(value=sp.gain, low=sp.gain_low, high=sp.gain_high), k_bar=max(1.0, sp.k_bar),
                             r=sp.r, p_win=sp.p_win, measured_gain=measured.gain if measured else None,
                             k_bar_source=getattr(sp, "k_bar_source", None), notes=[FITTED_NOTE])  # fmt: skip
 
     def tokens_per_seq(self, k: int, vf) -> float:
-        return 1.0 + min(k, vf.suffix_draft_cap)
+        return 1.0 + (k if vf.suffix_drafts_full_k else min(k, vf.suffix_draft_cap))
 
     def speculative_config(self, decision, vf) -> dict:
         from advisor.domain.decision import SuffixParams

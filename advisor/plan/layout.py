@@ -250,12 +250,12 @@ def _spec_options(p: ModelProfile, k_fixed: int | None, k_rules: int, pol, query
     Ks; a drafter method once per drafter of its kind (the first that runs with the model)."""
     opts: list[tuple[str, int | None, object]] = [("none", None, None)]
     for m in _methods.all_methods():
-        if m.id == "none":
-            continue
+        if m.id == "none" or (vf is not None and m.vllm_name(vf) not in vf.spec_methods):
+            continue  # plain is there already; a method this vLLM line does not have (VllmFacts.spec_methods) is none
         drafter = next((d for d in drafters if d.kind in getattr(m, "kinds", ()) and m.needs(p, d, vf) is None), None)
         if m.needs(p, drafter, vf) is not None:
             continue
-        opts += [(m.id, k, drafter) for k in m.ks(p, drafter, k_fixed=k_fixed, k_rules=k_rules, policy=pol, query=query)]
+        opts += [(m.id, k, drafter) for k in m.ks(p, drafter, k_fixed=k_fixed, k_rules=k_rules, policy=pol, query=query, vf=vf)]
     return opts
 
 

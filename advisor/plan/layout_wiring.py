@@ -139,8 +139,8 @@ def chosen_prediction(c: Candidate, suffix: RecommendedPrediction | None, query:
     layout: why suffix is or is not launched) and ``measured_near`` (at another deployment) are kept
     whatever the method. None when suffix is launched without a prediction."""
     f = c.figures
-    if c.method == "suffix":
-        if suffix is None:
+    if c.method == "suffix" and c.p_win is not None:  # the calibrated K > R prediction (a line that drafts all K
+        if suffix is None:                            # every step prices suffix as the other methods, below)
             return None
         return RecommendedPrediction.model_validate(suffix.model_dump() | absolute_prediction(c, query))
     state = None if host.dsa_enabled is None else ("ON" if host.dsa_enabled else "OFF")
@@ -156,7 +156,7 @@ def chosen_prediction(c: Candidate, suffix: RecommendedPrediction | None, query:
         # the method's K̄ note (absolute.ngram_gain / mtp_gain), not whichever note came first (a TP sync note)
         from advisor.predict.absolute import KBAR_NOTE_HEADS
 
-        source = next((n for n in f.notes if n.startswith(KBAR_NOTE_HEADS)), f.notes[0] if f.notes else c.method)
+        source = c.k_bar_source or next((n for n in f.notes if n.startswith(KBAR_NOTE_HEADS)), f.notes[0] if f.notes else c.method)
         why = list(f.notes)
         r_source = "step-cost model (advisor.predict.absolute): verification step / plain step at this layout"
     decomposition = {"k_bar": kbar, "r": r, "fitted_factor": gain[0] * r / kbar if kbar else 1.0,

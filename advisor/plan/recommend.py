@@ -401,8 +401,11 @@ def _assemble(profile, host, workload, outcome, base, cands, choice, fixed, warn
 
     op_trace, offered = operating_point_trace(c, query, host)
     n = c.figures.running_per_replica
-    k_probe = c.k if c.method == "suffix" else k_rules
+    k_probe = c.k if c.method == "suffix" else next((x.k for x in cands if x.method == "suffix"), k_rules)
     sp = suffix_prediction(c.layout.tp, n, k_probe)  # the suffix prediction at the launched layout
+    # a line whose suffix drafts all K every step is priced by its own derivation (advisor.methods.suffix): the
+    # calibrated CPU-proposer P(win) does not apply there, so it neither prints nor plans a probe from it
+    sp_plan = None if _facts(host.vllm_version).suffix_drafts_full_k else sp
     trace = [*choice.trace, *op_trace, *trace]
     for near in sp.measured_near if sp else []:
         how = ("it only informs the calibrated fit" if near.fitted else
@@ -439,7 +442,7 @@ def _assemble(profile, host, workload, outcome, base, cands, choice, fixed, warn
                         f"{c.pipeline[1]} (vLLM's multi-node layout; the same {c.layout.tp} GPUs)")  # fmt: skip
     if choice.limits_missed:
         warnings.insert(0, f"SLA not met: {choice.limits_missed}")
-    plan = probe_plan(profile.id, decision, workload.model_copy(update={"concurrency": n}), sp, policy=choice.policy,
+    plan = probe_plan(profile.id, decision, workload.model_copy(update={"concurrency": n}), sp_plan, policy=choice.policy,
                       k=k_probe, low=pol.p_win.flip_off_below, high=pol.p_win.flip_on_above,
                       fitted_within=pol.fitted_factor_within, run_sigma=_run_sigma(sp))  # fmt: skip
     if plan is not None:

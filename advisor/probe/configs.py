@@ -8,7 +8,9 @@ configuration only: ``gmu``, ``max_model_len``, ``max_num_seqs``, ``tp``, ``cuda
 lookup on the GPU, with async scheduling kept on: vllm/config/vllm.py, 0.26.0 ``NgramGPUTypes``); the
 product measures it but does not recommend it yet. ``mtp[:K]`` (K defaults to 1) is the checkpoint's own multi-token
 prediction layers (a model whose config has ``num_nextn_predict_layers``; vLLM's method name per version from
-``advisor.vllm_facts``, async scheduling kept on), the method ``recommend`` launches for such models. The label (``ProbeRecord.config``) is the normalised
+``advisor.vllm_facts``, async scheduling kept on), the method ``recommend`` launches for such models. ``eagle3[:K]``,
+``eagle[:K]`` and ``draft_model[:K]`` (K defaults to 3) run a drafter model named by ``@draft=DIR_OR_ID`` (an EAGLE
+head or a draft model, as ``recommend --draft`` takes it; required). The label (``ProbeRecord.config``) is the normalised
 item, overrides sorted by key, so reruns recognise finished configurations.
 """
 
@@ -24,7 +26,10 @@ from advisor.domain.decision import Decision, SuffixParams
 from advisor.kbar.ngram import DEFAULT_NGRAM_K
 from advisor.vllm_facts import DEFAULT_VERSION
 
-DEFAULT_K = {"suffix": 32, "ngram": DEFAULT_NGRAM_K, "ngram_gpu": DEFAULT_NGRAM_K, "mtp": 1}
+DEFAULT_K = {"suffix": 32, "ngram": DEFAULT_NGRAM_K, "ngram_gpu": DEFAULT_NGRAM_K, "mtp": 1, "eagle3": 3, "eagle": 3,
+             "draft_model": 3}
+DRAFTER_METHODS = ("eagle3", "eagle", "draft_model")
+"""Methods whose drafter is a model, named with ``@draft=DIR_OR_ID`` (advisor.methods: ``uses_drafter``)."""
 NGRAM_METHODS = ("ngram", "ngram_gpu")
 """vLLM's prompt-lookup proposers: on the CPU (``ngram``) and on the GPU (``ngram_gpu``); the same lookup keys."""
 _DECISION_KEYS = {
@@ -41,7 +46,7 @@ _NGRAM_KEYS = {"prompt_lookup_min", "prompt_lookup_max"}
 class ProbeConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    method: Literal["vanilla", "suffix", "ngram", "ngram_gpu", "mtp"]
+    method: Literal["vanilla", "suffix", "ngram", "ngram_gpu", "mtp", "eagle3", "eagle", "draft_model"]
     k: int | None = None
     overrides: tuple[tuple[str, str], ...] = ()
 
@@ -60,7 +65,8 @@ def _parse_one(item: str) -> ProbeConfig:
     method, _, k_text = head.partition(":")
     method = method.strip().lower()
     if method != "vanilla" and method not in DEFAULT_K:
-        raise UsageError(f"unknown probe configuration {item!r}: expected vanilla, suffix[:K], ngram[:K], ngram_gpu[:K] or mtp[:K]")
+        raise UsageError(f"unknown probe configuration {item!r}: expected vanilla, suffix[:K], ngram[:K], ngram_gpu[:K], "
+                         "mtp[:K], or eagle3[:K] / eagle[:K] / draft_model[:K] with @draft=DIR_OR_ID")
     if method == "vanilla" and k_text:
         raise UsageError(f"{item!r}: vanilla takes no K")
     k = None
@@ -72,6 +78,7 @@ def _parse_one(item: str) -> ProbeConfig:
         if not 1 <= k <= 64:
             raise UsageError(f"{item!r}: K must be in 1..64")
     allowed = set(_DECISION_KEYS) | (_SUFFIX_KEYS if method == "suffix" else set()) | (_NGRAM_KEYS if method in NGRAM_METHODS else set())
+    allowed |= {"draft"} if method in DRAFTER_METHODS else set()
     overrides: dict[str, str] = {}
     for pair in pairs:
         key, eq, value = pair.partition("=")
@@ -79,6 +86,9 @@ def _parse_one(item: str) -> ProbeConfig:
         if not eq or key not in allowed:
             raise UsageError(f"{item!r}: unknown override {pair!r}; allowed: {', '.join(sorted(allowed))}")
         overrides[key] = value.strip()
+    if method in DRAFTER_METHODS and not overrides.get("draft"):
+        raise UsageError(f"{item!r}: {method} needs its drafter: add @draft=DIR_OR_ID (an EAGLE head or a draft model, "
+                         f"e.g. {method}:3@draft=yuhuili/EAGLE3-LLaMA3.1-Instruct-8B)")
     return ProbeConfig(method=method, k=k, overrides=tuple(sorted(overrides.items())))
 
 
@@ -107,8 +117,9 @@ def probe_decision(cfg: ProbeConfig, base: Decision) -> Decision:
         elif key in _SUFFIX_KEYS:
             suffix[key] = value
     update["suffix"] = suffix
-    if cfg.method in ("suffix", "mtp"):
-        update.update(speculative_method=cfg.method, num_speculative_tokens=cfg.k)
+    if cfg.method in ("suffix", "mtp", *DRAFTER_METHODS):
+        update.update(speculative_method=cfg.method, num_speculative_tokens=cfg.k,
+                      speculative_model=dict(cfg.overrides).get("draft"))
     else:
         update.update(speculative_method=None, num_speculative_tokens=None)
     try:

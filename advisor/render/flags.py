@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 
 from advisor.domain.decision import Decision
-from advisor.methods import speculative_config
+from advisor.methods import UnknownMethod, speculative_config
 from advisor.vllm_facts import DEFAULT_VERSION, facts, versions
 
 # Env vars each targeted vLLM line reads (vllm/envs.py), plus torch's allocator setting and the
@@ -69,7 +69,12 @@ def serve_flags(decision: Decision, version: str = DEFAULT_VERSION) -> list[str]
         flags += ["--max-num-batched-tokens", str(d.max_num_batched_tokens)]
     compilation = {"cudagraph_mode": d.cudagraph_mode}
     flags += ["--compilation-config", json.dumps(compilation, separators=(",", ":"))]
-    spec = speculative_config(d, facts(version))  # each method names itself as this vLLM line does
+    try:
+        spec = speculative_config(d, facts(version))  # each method names itself as this vLLM line does
+    except UnknownMethod as exc:
+        from advisor.errors import UsageError
+
+        raise UsageError(str(exc)) from None
     if spec is not None:
         flags += ["--speculative-config", json.dumps(spec, separators=(",", ":"))]
     return flags
