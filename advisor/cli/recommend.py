@@ -84,7 +84,12 @@ def drafters_of(profile, draft: str | None, s) -> list:
     from advisor.model.drafter import check_pair, drafters_for, load_drafter
 
     if draft is not None:
-        d = load_drafter(draft, settings=s)
+        from advisor.errors import AdvisorError
+
+        try:
+            d = load_drafter(draft, settings=s)
+        except AdvisorError as exc:  # same exit code, the flag named
+            raise type(exc)(f"--draft {draft}: {exc}") from None
         issue = check_pair(d, profile)
         if issue is not None and issue.kind == "refusal":
             raise UsageError(f"--draft {draft}: {issue.text}")
