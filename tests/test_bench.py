@@ -23,7 +23,7 @@ from tests.vllm_helpers.versions import vllm_env  # at import: conftest clears A
 
 FIXTURE = Path(__file__).parent / "fixtures" / "bench" / "closed_c192_llama8b.json"
 M = "meta-llama/Llama-3.1-8B-Instruct"
-SLA = ("--gpu", "H100", "--gpus", "1", "--max-tpot-ms", "30", "--max-ttft-ms", "1000")
+SLA = ("--gpu", "H100", "--gpus", "1", "--max-tpot-ms", "30", "--max-ttft-ms", "1000", "--spec", "none")  # the fixture ran plain decoding
 HELPER = Path(__file__).parent / "vllm_helpers" / "parse_bench_args.py"
 
 
