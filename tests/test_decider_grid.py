@@ -121,7 +121,9 @@ def test_a_forced_method_is_launched_and_said_to_lose(run_cli):
     code, text, err = run_cli("recommend", "meta-llama/Llama-3.1-8B-Instruct", "--gpu", "H100", "--gpus", "1", "--spec", "mtp")
     assert code == 2 and "--spec mtp" in err and "no MTP layers" in err
     code, text, err = run_cli("recommend", "meta-llama/Llama-3.1-8B-Instruct", "--spec", "eagle")
-    assert code == 2 and "--spec 'eagle'" in err
+    assert code == 2 and "--spec eagle: EAGLE is not a candidate" in err and "--draft" in err  # no EAGLE-1 head paired
+    code, text, err = run_cli("recommend", "meta-llama/Llama-3.1-8B-Instruct", "--spec", "medusa")
+    assert code == 2 and "--spec 'medusa'" in err
 
 
 def test_multinode_decision_is_what_render_writes(run_cli, tmp_path):

@@ -223,7 +223,7 @@ def layouts(p: ModelProfile, gpus: int, tp_fixed: int | None = None) -> tuple[li
     return out, refused
 
 
-def replica_profile(p: ModelProfile, lay: ReplicaLayout, method: str, drafter=None) -> ModelProfile:
+def replica_profile(p: ModelProfile, lay: ReplicaLayout, method: str, drafter=None, *, kv_fp8: bool = False) -> ModelProfile:
     """The profile the memory planner sees for one replica: MoE layers of DP ranks share the experts
     (each GPU holds 1/(TP x DP) of them), and the method's own weights and KV per token (MTP layers, a drafter:
     advisor.methods ``extra_memory``) ride on the target's."""
@@ -232,6 +232,8 @@ def replica_profile(p: ModelProfile, lay: ReplicaLayout, method: str, drafter=No
         expert = p.expert_params_b * 1e9 * (p.weight_bytes / max(p.params_total_b * 1e9, 1.0))
         wb -= int(expert * (1 - 1 / lay.dp))
     extra_w, extra_kv = _methods.get(method).extra_memory(p, drafter)
+    if kv_fp8:  # --kv-cache-dtype applies to every attention layer vLLM allocates, the drafter's too
+        extra_kv //= 2
     wb, kv = wb + extra_w, kv + extra_kv
     if wb == p.weight_bytes and kv == p.kv_bytes_per_token:
         return p
@@ -306,7 +308,7 @@ def score(p: ModelProfile, gpu: GpuSpec, gpus: int, base: Decision, *, concurren
                     if cap is not None and cap >= per_replica and not fallback:
                         continue
                     c = _one(pk, gpu, lay, method, k, cap, base, concurrency, query, suffix_gain, planner, gains,
-                             pol.num_speculative_tokens, vf, workload, drafter)  # fmt: skip
+                             pol.num_speculative_tokens, vf, workload, drafter, kv_fp8=kvd == "fp8")  # fmt: skip
                     c.kv_cache_dtype = kvd
                     for pt in c.points:
                         pt.kv_cache_dtype = kvd
@@ -358,7 +360,7 @@ def _apply(cand: Candidate, est) -> None:
 
 
 def _one(p, gpu, lay, method, k, cap, base, concurrency, query, suffix_gain, planner, gains, k_ngram_ref, vf=None,
-         workload=None, drafter=None) -> Candidate:  # fmt: skip
+         workload=None, drafter=None, kv_fp8: bool = False) -> Candidate:  # fmt: skip
     spec = _methods.get(method)
     uses_drafter = spec.uses_drafter and drafter is not None
     d = base.model_copy(update={
@@ -382,7 +384,7 @@ def _one(p, gpu, lay, method, k, cap, base, concurrency, query, suffix_gain, pla
     if uses_drafter and (why := drafter_position_refusal(drafter, d.max_model_len, vf)):
         return Candidate(layout=lay, method=method, k=k, max_num_seqs=cap, boots=False, memory_reason="not planned",
                          drafter=drafter.id, eligible=False, why_kind="boot", why_not=why)  # fmt: skip
-    boots, kv_tokens, reason = planner(replica_profile(p, lay, method, drafter if uses_drafter else None), d)
+    boots, kv_tokens, reason = planner(replica_profile(p, lay, method, drafter if uses_drafter else None, kv_fp8=kv_fp8), d)
     cand = Candidate(layout=lay, method=method, k=k, max_num_seqs=cap, boots=boots, kv_cache_tokens=kv_tokens, memory_reason=reason,
                      pipeline=split, drafter=d.speculative_model)  # fmt: skip
     if not boots:

@@ -431,7 +431,8 @@ def _assemble(profile, host, workload, outcome, base, cands, choice, fixed, warn
         from advisor.plan.layout import kv_fp8_profile
 
         mem_profile = kv_fp8_profile(profile) if c.kv_cache_dtype == "fp8" else profile
-        _, memory, plan_trace, plan_warnings = planner(replica_profile(mem_profile, c.layout, c.method, next((d for d in drafters if d.id == c.drafter), None)),
+        _, memory, plan_trace, plan_warnings = planner(replica_profile(mem_profile, c.layout, c.method, next((d for d in drafters if d.id == c.drafter), None),
+                                                                       kv_fp8=c.kv_cache_dtype == "fp8"),
                                                        lay_host, decision,
                                                        frozenset(FIXED_BY))  # fmt: skip
         trace += plan_trace
