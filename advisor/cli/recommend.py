@@ -72,6 +72,7 @@ def build_recommendation(model: str, opts, gpus_per_node: int | None = None, **c
         profile, host, workload, rules,
         tensor_parallel_size=tp, max_model_len=max_model_len, num_speculative_tokens=k,
         gpu_memory_utilization=gmu, predictor=predict, planner=planner, query=query, drafters=drafters,
+        probes=predict.records or (),
     )  # fmt: skip
     rec.warnings.extend(predict.skipped)
     return rec

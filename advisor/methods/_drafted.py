@@ -133,11 +133,42 @@ CORPUS_CLASS = {"sharegpt": "chat", "wildchat": "chat", "lmsys": "chat", "specbe
 """The published-acceptance dataset class nearest each known corpus (MT-bench-like chat, HumanEval-like code)."""
 
 
-def acceptance(drafter, k: int, workload, target_id: str = "") -> tuple[float, float, str]:
-    """(K̄ at K, ± share on K̄ - 1, where from): the head's published per-position acceptance on the traffic's dataset
-    class (calibration/drafter_acceptance.csv), else another head's for the same target and method, else the class
-    prior of its kind. (This host's probe of the head is not read yet: issue 41 leaves it open.)"""
+PROBE_SPREAD = 0.10
+"""ASSUMED ± share on K̄ - 1 where it was measured by the user's own probe (run-to-run and traffic drift)."""
+
+
+def probed_rates(probes, drafter, target_id: str) -> tuple[list[float], str] | None:
+    """Per-position acceptance the user's probes measured for this drafter on this target with real weights (the
+    records of ``METHOD:K@draft=ID`` configurations; the one with the most positions, then the latest)."""
+    from advisor.probe.record import config_k
+
+    best = None
+    for r in probes or ():
+        label = r.config
+        if r.weights != "real" or not r.acceptance_per_position or r.model.lower() != target_id.lower():
+            continue
+        method = label.split(":", 1)[0]
+        draft = dict(x.split("=", 1) for x in label.split("@")[1:] if "=" in x).get("draft")
+        if method != drafter.kind or draft != drafter.id or config_k(label) is None:
+            continue
+        key = (len(r.acceptance_per_position), r.started_at)
+        if best is None or key > best[0]:
+            best = (key, r)
+    if best is None:
+        return None
+    r = best[1]
+    return list(r.acceptance_per_position), f"your probe (campaign {r.campaign_id}, {r.config}, corpus {r.corpus})"
+
+
+def acceptance(drafter, k: int, workload, target_id: str = "", probes=()) -> tuple[float, float, str]:
+    """(K̄ at K, ± share on K̄ - 1, where from): the user's probe of this drafter on this model (real weights), else
+    the head's published per-position acceptance on the traffic's dataset class (calibration/drafter_acceptance.csv),
+    else another head's for the same target and method, else the class prior of its kind."""
     from advisor.methods import _acceptance_table as table
+
+    probed = probed_rates(probes, drafter, target_id) if target_id else None
+    if probed is not None:
+        return kbar_of(probed[0], k), PROBE_SPREAD, probed[1]
 
     corpus = getattr(workload, "corpus", None) if workload is not None else None
     cls = CORPUS_CLASS.get((corpus or "").lower())

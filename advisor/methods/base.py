@@ -68,6 +68,9 @@ class MethodContext:
     """advisor.model.drafter.Drafter the user named (--draft) or the catalog pairs with the target; None: none."""
     ngram_k_ref: int = 32
     """The suffix K whose prediction n-gram's K̄ is a share of (the rules' K)."""
+    probes: tuple = ()
+    """This user's probe records (advisor.probe.record.ProbeRecord, from the store): a drafter's measured acceptance
+    on the user's traffic comes first (advisor.methods._drafted.acceptance)."""
     memo: dict = field(default_factory=dict)
     """Per-candidate cache a method may use (keyed by its own tuples)."""
 

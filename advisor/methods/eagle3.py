@@ -44,7 +44,7 @@ class DrafterMethod:
                k, n, round(context, 1))  # fmt: skip
         if key in ctx.memo:
             return ctx.memo[key]
-        kbar, spread, source = dr.acceptance(ctx.drafter, k, ctx.workload, ctx.profile.id)
+        kbar, spread, source = dr.acceptance(ctx.drafter, k, ctx.workload, ctx.profile.id, ctx.probes)
         host, _, measured = dr.host_costs(ctx.gpu)
         plain, verify, draft, notes = dr.drafted_step(ctx.profile, ctx.drafter, ctx.gpu, ctx.layout, n, context, k, host=None)
         r = (verify + draft) / plain

@@ -264,7 +264,7 @@ def _spec_options(p: ModelProfile, k_fixed: int | None, k_rules: int, pol, query
 def score(p: ModelProfile, gpu: GpuSpec, gpus: int, base: Decision, *, concurrency: int, query: LayoutQuery,
           suffix_gain: SuffixGain, planner, tp_fixed: int | None = None, k_fixed: int | None = None,
           k_rules: int, policy_table=None, vllm_version: str | None = None, workload=None,
-          drafters=()) -> list[Candidate]:  # fmt: skip
+          drafters=(), probes=()) -> list[Candidate]:  # fmt: skip
     """Every candidate with its boot verdict and predicted figures (eligibility and ranking are
     :func:`advisor.plan.choose.choose`'s). ``planner(profile, decision) -> (boots, kv_cache_tokens, reason)``.
     A suffix candidate that does not boot at the rules' K is tried at the table's lower K (without
@@ -281,7 +281,7 @@ def score(p: ModelProfile, gpu: GpuSpec, gpus: int, base: Decision, *, concurren
     if base.max_num_seqs is None and (query.objective == "latency" or query.max_tpot_ms) and not query.operating_point:
         seq_caps += list(pol.seqs_caps)
     cands: list[Candidate] = []
-    gains: dict[tuple, object | None] = {}
+    gains: dict[tuple, object | None] = {("probes",): tuple(probes)}  # the methods' context reads the probes from here
     opts = _spec_options(p, k_fixed, k_rules, pol, query, drafters, vf)
     last_k = ([k for m, k, _ in opts if m == "suffix"] or [None])[-1]
     kv_opts = ["auto", "fp8"] if query.kv_cache_dtype == "search" else [query.kv_cache_dtype]
@@ -335,7 +335,7 @@ def drafter_position_refusal(drafter, max_model_len: int, vf) -> str | None:
             "trained for the target's context")  # fmt: skip
 
 
-def _context(p, gpu, lay, vf, suffix_gain, gains, k_ngram_ref, workload, drafter) -> MethodContext:
+def _context(p, gpu, lay, vf, suffix_gain, gains, k_ngram_ref, workload, drafter, probes=()) -> MethodContext:
     """What a method's estimate reads about this layout; ``gains`` caches suffix's prediction per (TP, n, K)."""
 
     def suffix_at(tp: int, n: int, k: int):
@@ -347,7 +347,8 @@ def _context(p, gpu, lay, vf, suffix_gain, gains, k_ngram_ref, workload, drafter
     from advisor.vllm_facts import facts
 
     return MethodContext(profile=p, gpu=gpu, layout=lay, vf=vf or facts(), suffix_at=suffix_at, workload=workload,
-                         drafter=drafter, ngram_k_ref=k_ngram_ref, memo=gains.setdefault(("memo",), {}))  # fmt: skip
+                         drafter=drafter, ngram_k_ref=k_ngram_ref, memo=gains.setdefault(("memo",), {}),
+                         probes=gains.get(("probes",), ()))  # fmt: skip
 
 
 DECLINED = "the suffix predictor declined (no calibration for this model/GPU)"

@@ -130,6 +130,7 @@ def recommend(
     query: LayoutQuery | None = None,
     build: str = "release",
     drafters=(),
+    probes=(),
 ) -> Recommendation:
     """The whole decision. The :class:`~advisor.plan.seams.Predictor` and the
     :class:`~advisor.plan.seams.MemoryPlanner` are injected so that this function stays pure and
@@ -138,7 +139,8 @@ def recommend(
     reasons, the prediction and the probe plan are the chosen candidate's. ``build``: whose start-up
     memory terms judge each candidate (the planner seam's own build for the chosen one). The user's
     flags are never changed silently. ``drafters``: the EAGLE heads and draft models (advisor.model.drafter.Drafter,
-    from --draft or the catalog's pairing) the drafter methods price and launch; none: they are not candidates."""
+    from --draft or the catalog's pairing) the drafter methods price and launch; none: they are not candidates.
+    ``probes``: this user's probe records, where a drafter's measured acceptance comes first."""
 
     pol = load_policy()
     if tensor_parallel_size is not None:
@@ -217,7 +219,7 @@ def recommend(
         cands = score(profile, gpu, gpus, b, concurrency=concurrency or workload.concurrency, query=q,
                       suffix_gain=suffix_prediction, planner=verdict, tp_fixed=tensor_parallel_size,
                       k_fixed=num_speculative_tokens, k_rules=k, policy_table=pol, vllm_version=host.vllm_version,
-                      workload=workload, drafters=drafters)  # fmt: skip
+                      workload=workload, drafters=drafters, probes=probes)  # fmt: skip
         if q.spec is not None and not any(c.method == q.spec for c in cands):
             from advisor import methods
 

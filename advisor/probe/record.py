@@ -14,8 +14,8 @@ MAX_TOK_S = 1e8
 """Output tokens per second no server reaches (a fleet of B200s does ~1e6): larger is a corrupt value."""
 MAX_TOKENS_PER_STEP = 65.0
 """1 + the largest K (64): no step emits more."""
-_CONFIG_LABEL = re.compile(r"(?:vanilla|(?P<method>suffix|ngram|ngram_gpu|mtp):(?P<k>[1-9][0-9]?))"
-                           r"(?:@[a-z_]{1,40}=[^@,\x00-\x1f\x7f]{0,100})*")
+_CONFIG_LABEL = re.compile(r"(?:vanilla|(?P<method>suffix|ngram|ngram_gpu|mtp|eagle3|eagle|draft_model):(?P<k>[1-9][0-9]?))"
+                           r"(?:@[a-z_]{1,40}=[^@,\x00-\x1f\x7f]{0,400})*")
 """The labels advisor.probe.configs writes (``ProbeConfig.label``): ``vanilla`` or ``METHOD:K`` (K 1..64), then
 ``@KEY=VALUE`` overrides. Every reader of ``config`` (the fit, host profiles, evaluations) parses K from it."""
 MAX_CONCURRENCY = 1_000_000
