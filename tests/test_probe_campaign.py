@@ -135,11 +135,13 @@ def test_plain_output(env: Path, capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_usage_errors(env: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(probe_args(env, "vanilla", "--api", "grpc")) == 2
-    assert main(probe_args(env, "eagle:3")) == 2
+    assert main(probe_args(env, "medusa:3")) == 2
+    assert main(probe_args(env, "eagle:3")) == 2  # a drafter method without @draft=
     assert main(probe_args(env, "vanilla", "--extra-args", "'unclosed")) == 2
     assert main(probe_args(env, "vanilla", "--max-tokens", "600")) == 2  # no room in max_model_len 512
     err = capsys.readouterr().err
     assert "error: --api must be" in err and "unknown probe configuration" in err and "--extra-args" in err
+    assert "eagle needs its drafter: add @draft=DIR_OR_ID" in err
 
 
 def _records(db: Path) -> list[str]:

@@ -153,8 +153,8 @@ def test_nearest_bootable_never_changes_a_fixed_field():
 def test_unfitted_concurrency_and_tp_trends_are_labelled_in_plain_text(run_cli):
     # 48 running: past the seed's 32 but inside the load suffix was measured at (above 64 it is held off:
     # advisor.plan.operating_point.suffix_load_guard), so suffix is launched and its prediction printed
-    code, out, _ = run_cli("recommend", LLAMA_8B, "--gpu", "A100", "--gpus", "1", "--concurrency", "48")
-    assert code == 0
+    code, out, _ = run_cli("recommend", LLAMA_8B, "--gpu", "A100", "--gpus", "1", "--concurrency", "48", "--spec", "suffix")
+    assert code == 0  # (--spec suffix: the catalog's EAGLE-3 head wins this query; the labels are suffix's)
     assert "prediction: concurrency 48: the seed measured gains only at 32" in out and "NOT FITTED" in out
     assert "prediction: TP 1: the seed measured only TP 8" in out
     # the seed's own shape (TP 8 at concurrency 32) is not labelled

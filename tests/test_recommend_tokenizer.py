@@ -30,7 +30,8 @@ def test_named_tokenizer_that_cannot_load_fails_like_kbar(run_cli, trace):
 
 @pytest.mark.skipif(fallback_tokenizer_file() is None, reason="the built-in fallback tokenizer (litellm) is not installed")
 def test_substituted_tokenizer_is_reported(run_cli, trace):
-    code, out, err = run_cli("recommend", LLAMA_8B, "--gpu", "H100", "--gpus", "1", "--corpus", str(trace), "--json")
+    code, out, err = run_cli("recommend", LLAMA_8B, "--gpu", "H100", "--gpus", "1", "--corpus", str(trace), "--json",
+                             "--spec", "suffix")  # the trace's K̄ is suffix's (the catalog's EAGLE-3 head wins otherwise)
     assert code == 0, err
     rec = json.loads(out)
     assert "builtin:deepseek" in rec["prediction"]["k_bar_source"]

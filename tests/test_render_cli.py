@@ -32,7 +32,8 @@ def test_force_renders_it_with_a_warning(run_cli, tmp_path):
 def test_render_prints_the_decision_and_its_warnings(run_cli, tmp_path, monkeypatch):
     monkeypatch.setenv("HF_TOKEN", "hf_FROMENV")
     code, out, err = run_cli("render", MODEL, "--gpu", "H100", "--gpus", "4", "--out", str(tmp_path / "o"),
-                             "--env", "HF_TOKEN", "--env", "NCCL_DEBUG=WARN", "--host", "0.0.0.0", "--port", "9000")  # fmt: skip
+                             "--env", "HF_TOKEN", "--env", "NCCL_DEBUG=WARN", "--host", "0.0.0.0", "--port", "9000",
+                             "--spec", "suffix")  # fmt: skip
     assert code == 0, err
     # suffix K=32 boots on 4xH100 with the speculative start-up term measured on vLLM 0.26.0 (docs/memory.md)
     assert "configuration  suffix K=32, gmu 0.85, TP 4" in out and "memory         boots:" in out

@@ -266,7 +266,12 @@ def test_vllm_validates_json_values(parsed: dict[str, dict]) -> None:
 
 def test_vllm_accepts_probe_configs(parsed: dict[str, dict]) -> None:
     probes = {k[len("probe_"):]: v for k, v in parsed.items() if k.startswith("probe_")}
-    assert set(probes) == {"vanilla", "suffix:16", "ngram:4", "ngram_gpu:4", "suffix:8@gmu=0.8@max_model_len=4096"}
+    assert set(probes) == {"vanilla", "suffix:16", "ngram:4", "ngram_gpu:4", "suffix:8@gmu=0.8@max_model_len=4096",
+                           "eagle3:3@draft=yuhuili/EAGLE3-LLaMA3.1-Instruct-8B",
+                           "draft_model:4@draft=meta-llama/Llama-3.2-1B-Instruct"}
+    for label in ("eagle3:3@draft=yuhuili/EAGLE3-LLaMA3.1-Instruct-8B", "draft_model:4@draft=meta-llama/Llama-3.2-1B-Instruct"):
+        v = probes[label]["values"]["spec_validated"]
+        assert (v["method"], v["model"]) == (label.split(":")[0], label.split("=", 1)[1])
     for label, result in probes.items():
         assert result["ok"], (label, result["error"])
     assert probes["vanilla"]["values"]["speculative_config"] is None
