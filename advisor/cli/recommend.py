@@ -138,7 +138,7 @@ def first_lines(rec, nearest: str | None) -> list[str]:
         hint = f"nearest configuration that boots: {nearest}" if nearest else "no configuration within 64 GPUs boots with these settings"
         out.append(f"DOES NOT BOOT on {rec.host.gpus}x{rec.host.gpu}: {rec.memory.reason}; {hint}")
     if rec.sla_met is False:
-        out.append(next((w for w in rec.warnings if w.startswith("SLA not met")), "SLA not met"))
+        out.append(f"SLA not met: {rec.limits_missed}" if rec.limits_missed else "SLA not met")
     return out
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict
 
 
@@ -11,6 +13,9 @@ class ProbePlan(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     reason: str
+    why_kind: Literal["p_win_band", "fitted_terms"] = "p_win_band"
+    """What makes the prediction unsure (typed: logic reads this, never ``reason``): P(win) inside the policy's band,
+    or a gain the fitted terms move beyond the policy's limit."""
     model: str
     corpus: str
     """A prompt file or a built-in probe corpus."""

@@ -43,6 +43,9 @@ class Recommendation(BaseModel):
     sla_met: bool | None = None
     """None: no --max-tpot-ms / --max-ttft-ms given; False: no configuration meets them (the best
     one that boots is recommended and the first warning says by how much it misses)."""
+    limits_missed: str | None = None
+    """Which limit the launched configuration misses and by how much (None: met, or none given); the first warning
+    says the same with "SLA not met: " before it."""
     servers: int = Field(default=1, ge=1)
     """--request-rate beyond one host: identical servers (each the ``decision``, behind a load balancer) that
     together serve the rate; the prediction's figures are one server's, at its share of the rate."""

@@ -85,7 +85,7 @@ def evaluate_product(profile_of: ProfileFn, *, observations: list[Observation] |
         rec = product_recommendation(o, profile_of(o.model), fits[o.model], rules, own_build=own_build)
         rows[o.host_state].append((o, rec.decision.speculative_method == "suffix"))
         unsure[o.host_state] += rec.probe_plan is not None
-        by_fit[o.host_state] += rec.probe_plan is not None and "fitted terms" in rec.probe_plan.reason
+        by_fit[o.host_state] += rec.probe_plan is not None and rec.probe_plan.why_kind == "fitted_terms"
     for state in STATES:
         out[state] = score(rows[state]).model_dump() | {"unsure_rows": unsure[state], "unsure_by_fitted_factor": by_fit[state]}
     costs = ("the suffix-step costs of the build each row was measured on" if own_build else

@@ -84,7 +84,7 @@ def probe_plan(
         why += (f"; R varies sigma(ln R) {run_sigma:.2f} from one boot to the next on this host class, more than the "
                 f"predicted margin |ln {prediction.gain:.2f}| = {margin:.2f}: {passes} boots of each, their median decides")  # fmt: skip
     return ProbePlan(
-        reason=head + why,
+        reason=head + why, why_kind="p_win_band" if low <= p_win <= high else "fitted_terms",
         model=model_id, corpus=corpus, corpus_note=note, configs=configs,
         tensor_parallel_size=decision.tensor_parallel_size, gpu_memory_utilization=gmu,
         max_model_len=decision.max_model_len, concurrency=workload.concurrency, passes=passes,

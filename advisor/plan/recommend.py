@@ -438,7 +438,7 @@ def _assemble(profile, host, workload, outcome, base, cands, choice, fixed, warn
                                                        lay_host, decision,
                                                        frozenset(FIXED_BY))  # fmt: skip
         trace += plan_trace
-        warnings += [w for w in plan_warnings if not w.startswith("does not boot with your")] if memory and memory.boots else plan_warnings
+        warnings += plan_warnings  # (the planner warns "does not boot with your …" only for a plan that does not boot)
     decision = as_launched(decision, c)  # multi-node: TP per node x PP, as rendered (after the per-GPU memory plan)
     if c.pipeline and "tensor_parallel_size" in fixed:
         warnings.append(f"--tp {c.layout.tp} spans {c.pipeline[1]} nodes: it runs as TP {c.pipeline[0]} per node x PP "
@@ -480,6 +480,7 @@ def _assemble(profile, host, workload, outcome, base, cands, choice, fixed, warn
         candidates=[candidate_json(x, c, query) for x in choice.ranked],
         pareto=pareto_json(choice.ranked, c) if query.operating_point else [],
         sla_met=choice.sla_met,
+        limits_missed=choice.limits_missed,
     )
 
 

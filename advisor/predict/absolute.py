@@ -198,13 +198,13 @@ def mtp_gain(p: ModelProfile, gpu: GpuSpec, lay: ReplicaLayout, seqs: int, conte
     for b in builds:
         plain, _ = decode_step(p, gpu, lay, seqs, context, build=b)
         verify, _ = decode_step(p, gpu, lay, seqs, context, tokens_per_seq=1 + k, draft_share=1.0, k=k, build=b)
-        first, per, label = (0.0, 0.0, "") if gpu_only else (
-            _drafter_costs(b, eager) if eager_costs is None else (*eager_costs, "MEASURED, given"))
+        first, per, label, carried = (0.0, 0.0, "", False) if gpu_only else (
+            _drafter_costs(b, eager) if eager_costs is None else (*eager_costs, "MEASURED, given", False))
         measured = first > 0 or per > 0
         gpu_step = verify + (0.0 if eager else gpu_draft)  # an eager drafter's forwards are in its measured cost
         if measured:  # measured whole over a plain step (verification growth included): the GPU's where larger
             step = max(gpu_step, plain + first + (k - 1) * per)
-            if label.startswith("carried"):  # another host's CPU: its cost ASSUMED within x2 either way
+            if carried:  # another host's CPU: its cost ASSUMED within x2 either way
                 spread += [max(gpu_step, plain + (first + (k - 1) * per) * f) / plain for f in (0.5, 2.0)]
         else:
             step = verify + gpu_draft
@@ -226,23 +226,23 @@ def mtp_gain(p: ModelProfile, gpu: GpuSpec, lay: ReplicaLayout, seqs: int, conte
     return band, r, notes
 
 
-def _drafter_costs(build: str, eager: bool) -> tuple[float, float, str]:
-    """(first-draft, per-further-draft) seconds of an eager or compiled MTP drafter on ``build``'s host profile, and
-    where they come from: measured there, else the median over the known profiles that measured the class, else
-    (0, 0, "") for the GPU-only price."""
+def _drafter_costs(build: str, eager: bool) -> tuple[float, float, str, bool]:
+    """(first-draft, per-further-draft) seconds of an eager or compiled MTP drafter on ``build``'s host profile, where
+    they come from, and whether they are carried from other hosts: measured there, else the median over the known
+    profiles that measured the class (carried), else (0, 0, "", False) for the GPU-only price."""
     from advisor.predict import host_profile as hp
 
     prof = hp.get(build)
     own = prof.mtp_costs(eager)
     if any(own):
-        return *own, f"MEASURED on host profile {prof.id}"
+        return *own, f"MEASURED on host profile {prof.id}", False
     measured = [x.mtp_costs(eager) for x in hp.profiles() if any(x.mtp_costs(eager))]
     if not measured:
-        return 0.0, 0.0, ""
+        return 0.0, 0.0, "", False
     ids = ", ".join(x.id for x in hp.profiles() if any(x.mtp_costs(eager)))
     first = statistics.median(m[0] for m in measured)
     per = statistics.median(m[1] for m in measured)
-    return first, per, f"carried: MEASURED on {ids}, not on {prof.id}"
+    return first, per, f"carried: MEASURED on {ids}, not on {prof.id}", True
 
 
 def ngram_gain(p: ModelProfile, gpu: GpuSpec, lay: ReplicaLayout, seqs: int, context: float, k: int, suffix_kbar: float,
