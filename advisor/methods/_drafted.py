@@ -140,16 +140,15 @@ PROBE_SPREAD = 0.10
 def probed_rates(probes, drafter, target_id: str) -> tuple[list[float], str] | None:
     """Per-position acceptance the user's probes measured for this drafter on this target with real weights (the
     records of ``METHOD:K@draft=ID`` configurations; the one with the most positions, then the latest)."""
-    from advisor.probe.record import config_k
-
     best = None
     for r in probes or ():
         label = r.config
         if r.weights != "real" or not r.acceptance_per_position or r.model.lower() != target_id.lower():
             continue
-        method = label.split(":", 1)[0]
+        head = label.split("@", 1)[0]  # METHOD:K (advisor.probe.record's label grammar; that floor is above this one)
+        method, _, k_text = head.partition(":")
         draft = dict(x.split("=", 1) for x in label.split("@")[1:] if "=" in x).get("draft")
-        if method != drafter.kind or draft != drafter.id or config_k(label) is None:
+        if method != drafter.kind or draft != drafter.id or not k_text.isdigit():
             continue
         key = (len(r.acceptance_per_position), r.started_at)
         if best is None or key > best[0]:
