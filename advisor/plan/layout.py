@@ -298,7 +298,11 @@ def score(p: ModelProfile, gpu: GpuSpec, gpus: int, base: Decision, *, concurren
         for lay in lays:
             per_replica = -(-concurrency // lay.dp)
             suffix_booted = False
+            keep = _drafter_ks(opts, pk, gpu, lay, vf, suffix_gain, gains, pol.num_speculative_tokens, workload, query,
+                               per_replica)  # fmt: skip
             for method, k, drafter in opts:
+                if keep.get(method) is not None and k not in keep[method]:
+                    continue  # a drafter K predicted below the method's best two at this load (see _drafter_ks)
                 if method == "suffix" and k != (k_fixed or k_rules) and suffix_booted:
                     continue  # a lower K only where the rules' K does not boot
                 # the memory planner's order: lower K first, then fewer sequences (the last K only)
@@ -319,6 +323,27 @@ def score(p: ModelProfile, gpu: GpuSpec, gpus: int, base: Decision, *, concurren
                     if fallback and c.boots:
                         break
     return cands
+
+
+DRAFTER_KS_KEPT = 2
+"""Ks of a drafter method scored in full per layout: the best at the offered load per replica (each K's operating point
+and closed-loop check cost a simulation, and K moves the gain smoothly: the best two bracket the optimum)."""
+
+
+def _drafter_ks(opts, p, gpu, lay, vf, suffix_gain, gains, k_ngram_ref, workload, query, per_replica) -> dict:
+    """method -> the Ks kept for a drafter method (its gain at ``per_replica`` running sequences, best first); methods
+    without a drafter or with at most DRAFTER_KS_KEPT Ks: absent (all kept). A --draft-k keeps its one K anyway."""
+    out: dict[str, set] = {}
+    context = query.prompt_len + query.output_len / 2
+    for method in {m for m, _, d in opts if d is not None}:
+        ks = [(k, d) for m, k, d in opts if m == method]
+        if len(ks) <= DRAFTER_KS_KEPT:
+            continue
+        ctx = _context(p, gpu, lay, vf, suffix_gain, gains, k_ngram_ref, workload, ks[0][1])
+        spec = _methods.get(method)
+        scored = sorted(ks, key=lambda kd: -spec.estimate(ctx, kd[0], max(1, per_replica), context).gain.value)
+        out[method] = {k for k, _ in scored[:DRAFTER_KS_KEPT]}
+    return out
 
 
 def drafter_position_refusal(drafter, max_model_len: int, vf) -> str | None:
