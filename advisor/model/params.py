@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass
 
 from advisor.model.arch import TextArch
+from advisor.model.quant_weights import linear_bytes, lm_head_quantized
 from advisor.model.schema import QuantInfo
 
 
@@ -25,6 +26,14 @@ class Module:
     """Share of these parameters a token uses (top_k / experts for routed experts)."""
     routed_expert: bool = False
     embedding: bool = False
+    shapes: tuple[tuple[int, int, int], ...] = ()
+    """(fan_in, fan_out, copies) of the Linear weights in ``params`` (bias excluded): what a quantized
+    checkpoint packs and scales per matrix (advisor.model.quant_weights)."""
+
+
+def _lin(name: str, fan_in: int, fan_out: int, bias: bool = False, copies: int = 1) -> Module:
+    """A Linear of ``copies`` x [fan_in, fan_out] weights (plus a bias of fan_out each)."""
+    return Module(name, copies * (fan_in * fan_out + (fan_out if bias else 0)), shapes=((fan_in, fan_out, copies),))
 
 
 def _attention(a: TextArch, p: str) -> list[Module]:
@@ -33,24 +42,24 @@ def _attention(a: TextArch, p: str) -> list[Module]:
         qk = a.qk_nope_head_dim + a.qk_rope_head_dim
         mods = []
         if a.q_lora_rank:
-            mods += [Module(f"{p}.q_a_proj", h * a.q_lora_rank), Module(f"{p}.q_a_layernorm", a.q_lora_rank, linear=False),
-                     Module(f"{p}.q_b_proj", a.q_lora_rank * a.heads * qk)]  # fmt: skip
+            mods += [_lin(f"{p}.q_a_proj", h, a.q_lora_rank), Module(f"{p}.q_a_layernorm", a.q_lora_rank, linear=False),
+                     _lin(f"{p}.q_b_proj", a.q_lora_rank, a.heads * qk)]  # fmt: skip
         else:
-            mods.append(Module(f"{p}.q_proj", h * a.heads * qk))
+            mods.append(_lin(f"{p}.q_proj", h, a.heads * qk))
         return mods + [
-            Module(f"{p}.kv_a_proj_with_mqa", h * (a.kv_lora_rank + a.qk_rope_head_dim)),
+            _lin(f"{p}.kv_a_proj_with_mqa", h, a.kv_lora_rank + a.qk_rope_head_dim),
             Module(f"{p}.kv_a_layernorm", a.kv_lora_rank, linear=False),
-            Module(f"{p}.kv_b_proj", a.kv_lora_rank * a.heads * (a.qk_nope_head_dim + a.v_head_dim)),
-            Module(f"{p}.o_proj", a.heads * a.v_head_dim * h),
+            _lin(f"{p}.kv_b_proj", a.kv_lora_rank, a.heads * (a.qk_nope_head_dim + a.v_head_dim)),
+            _lin(f"{p}.o_proj", a.heads * a.v_head_dim, h),
         ]
     q_out = a.heads * a.head_dim * (2 if a.gated_attention else 1)
     kv_out = a.kv_heads * a.head_dim
     bias = a.qkv_bias
     mods = [
-        Module(f"{p}.q_proj", h * q_out + (q_out if bias else 0)),
-        Module(f"{p}.k_proj", h * kv_out + (kv_out if bias else 0)),
-        Module(f"{p}.v_proj", h * kv_out + (kv_out if bias else 0)),
-        Module(f"{p}.o_proj", a.heads * a.head_dim * h + (h if a.o_bias else 0)),
+        _lin(f"{p}.q_proj", h, q_out, bias),
+        _lin(f"{p}.k_proj", h, kv_out, bias),
+        _lin(f"{p}.v_proj", h, kv_out, bias),
+        _lin(f"{p}.o_proj", a.heads * a.head_dim, h, a.o_bias),
     ]
     if a.qk_norm:
         mods.append(Module(f"{p}.qk_norm", 2 * a.head_dim, linear=False))
@@ -66,19 +75,19 @@ def _linear_attention(a: TextArch, p: str) -> list[Module]:
     value_total = lin["value_heads"] * lin["value_dim"]
     conv_dim = key_total * 2 + value_total
     return [
-        Module(f"{p}.in_proj_qkvz", h * (key_total * 2 + value_total * 2)),
-        Module(f"{p}.in_proj_ba", h * lin["value_heads"] * 2),
+        _lin(f"{p}.in_proj_qkvz", h, key_total * 2 + value_total * 2),
+        _lin(f"{p}.in_proj_ba", h, lin["value_heads"] * 2),
         Module(f"{p}.conv1d", conv_dim * lin["conv_kernel"], linear=False),
         Module(f"{p}.dt_A", 2 * lin["value_heads"] + lin["value_dim"], linear=False),
-        Module(f"{p}.out_proj", value_total * h),
+        _lin(f"{p}.out_proj", value_total, h),
     ]
 
 
 def _mlp(p: str, h: int, inter: int, bias: bool = False) -> list[Module]:
     return [
-        Module(f"{p}.gate_proj", h * inter + (inter if bias else 0)),
-        Module(f"{p}.up_proj", h * inter + (inter if bias else 0)),
-        Module(f"{p}.down_proj", inter * h + (h if bias else 0)),
+        _lin(f"{p}.gate_proj", h, inter, bias),
+        _lin(f"{p}.up_proj", h, inter, bias),
+        _lin(f"{p}.down_proj", inter, h, bias),
     ]
 
 
@@ -96,7 +105,8 @@ def enumerate_modules(a: TextArch) -> list[Module]:
             router = "mlp.router" if a.model_type == "gpt_oss" else "mlp.gate"
             mods.append(Module(f"{p}.{router}", h * a.experts + (a.experts if a.router_bias else 0), linear=False))
             per_expert = 3 * h * a.expert_inter + ((2 * a.expert_inter + h) if a.expert_bias else 0)
-            mods.append(Module(f"{p}.mlp.experts", a.experts * per_expert, expert_fraction=a.top_k / a.experts, routed_expert=True))
+            mods.append(Module(f"{p}.mlp.experts", a.experts * per_expert, expert_fraction=a.top_k / a.experts, routed_expert=True,
+                               shapes=((h, a.expert_inter, 2 * a.experts), (a.expert_inter, h, a.experts))))
             if a.shared_experts:
                 mods += _mlp(f"{p}.mlp.shared_experts", h, a.shared_inter)
                 if a.model_type in ("qwen2_moe", "qwen3_next"):
@@ -105,7 +115,7 @@ def enumerate_modules(a: TextArch) -> list[Module]:
             mods += _mlp(f"{p}.mlp", h, a.intermediate)
     mods.append(Module("model.norm", h, linear=False))
     if not a.tie_embeddings:
-        mods.append(Module("lm_head", a.vocab * h))
+        mods.append(_lin("lm_head", h, a.vocab))
     return mods
 
 
@@ -122,14 +132,25 @@ def _matches(name: str, patterns: list[str]) -> bool:
 def _quantized(mod: Module, quant: QuantInfo) -> bool:
     if quant.method is None or not mod.linear:
         return False
-    if mod.name == "lm_head" and quant.method in ("fp8", "mxfp4"):
-        return False  # vLLM's ParallelLMHead stays unquantized for these methods
+    if mod.name == "lm_head" and not lm_head_quantized(quant):
+        return False  # advisor.model.quant_weights.lm_head_quantized: kept 16-bit by the method
     names = [mod.name]
     if mod.routed_expert:  # ignore lists name experts one by one
         names += [f"{mod.name}.0", f"{mod.name}.0.gate_proj"]
     if quant.method == "mxfp4" and not mod.routed_expert:
         return False  # gpt-oss MXFP4 covers the MoE experts only
     return not any(_matches(n, quant.ignored) for n in names)
+
+
+def _quantized_bits(mod: Module, quant: QuantInfo, dense_bytes: int, scale_overhead: float) -> float:
+    """Stored bits of a quantized module: per-matrix checkpoint layout where a rule exists
+    (advisor.model.quant_weights.linear_bytes; biases stay in the dense dtype), else bits per weight."""
+    sizes = [linear_bytes(i, o, quant) for i, o, _ in mod.shapes]
+    if not mod.shapes or any(s is None for s in sizes):
+        return mod.params * (quant.weight_bits + scale_overhead)
+    weights = sum(i * o * n for i, o, n in mod.shapes)
+    stored = sum(s * n for s, (_, _, n) in zip(sizes, mod.shapes))
+    return stored * 8 + max(0, mod.params - weights) * dense_bytes * 8
 
 
 @dataclass
@@ -155,7 +176,7 @@ def count(a: TextArch, quant: QuantInfo, dense_bytes: int) -> Counts:
         if mod.routed_expert:
             expert += mod.params
         if _quantized(mod, quant):
-            bits += mod.params * (quant.weight_bits + scale_overhead)
+            bits += _quantized_bits(mod, quant, dense_bytes, scale_overhead)
         else:
             bits += mod.params * dense_bytes * 8
     if a.tie_embeddings:

@@ -13,6 +13,13 @@ _DTYPES = {"bfloat16": ("bf16", 2), "float16": ("fp16", 2), "half": ("fp16", 2),
 _FP8_METHODS = {"fp8", "fbgemm_fp8", "modelopt", "ptpc_fp8"}
 
 
+def _group(value: object, default: int) -> int:
+    """A group size from a quantization config: a positive int, or -1 (one group per output channel)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not -(2**31) < value < 2**31:
+        return default  # also NaN and infinities
+    return int(value) if int(value) > 0 else -1
+
+
 def parse_quant(raw: dict) -> QuantInfo:
     """Read ``quantization_config`` (top level or nested in text_config)."""
     qc = raw.get("quantization_config") or (raw.get("text_config") or {}).get("quantization_config")
@@ -36,11 +43,24 @@ def parse_quant(raw: dict) -> QuantInfo:
             info.fmt = f"{info.fmt or 'float-quantized'} (fp8)"
         if weights.get("block_structure"):
             info.block_size = list(weights["block_structure"])
+        if weights.get("type", "int") == "int" and info.weight_bits < 8:
+            info.group_size = _group(weights.get("group_size"), -1) if weights.get("strategy") == "group" else -1
+            info.symmetric = bool(weights.get("symmetric", True))
+            info.desc_act = str(weights.get("actorder") or "").lower() == "group"
     elif method == "mxfp4":
         info.weight_bits = 4
         info.fmt = "mxfp4 (e2m1, e8m0 scales per 32)"
-    elif method in ("awq", "gptq", "awq_marlin", "gptq_marlin", "bitsandbytes"):
+    elif method == "bitsandbytes":
+        # transformers BitsAndBytesConfig: load_in_8bit / load_in_4bit, no "bits" key.
+        info.weight_bits = 8 if qc.get("load_in_8bit") else int(qc.get("bits") or 4)
+        info.double_quant = bool(qc.get("bnb_4bit_use_double_quant"))
+        info.ignored += [m for m in (qc.get("llm_int8_skip_modules") or []) if m not in info.ignored]
+    elif method in ("awq", "gptq", "awq_marlin", "gptq_marlin"):
         info.weight_bits = int(qc.get("bits") or qc.get("w_bit") or 4)
+        info.group_size = _group(qc.get("group_size", qc.get("q_group_size")), 128)
+        info.desc_act = bool(qc.get("desc_act"))
+        info.symmetric = bool(qc.get("sym", True)) and not qc.get("zero_point")
+        info.lm_head = bool(qc.get("lm_head"))
     return info
 
 

@@ -31,6 +31,17 @@ class QuantInfo(BaseModel):
     """Modules left unquantized (``ignore`` / ``modules_to_not_convert`` / ``ignored_layers``)."""
     activation_scheme: str | None = None
     """``dynamic`` or ``static`` where the config says."""
+    group_size: int | None = None
+    """Weights sharing one scale (and zero point) along the input dimension; -1 = one per output channel
+    (GPTQ/AWQ ``group_size``/``q_group_size``, compressed-tensors ``group_size``/``strategy: channel``)."""
+    desc_act: bool = False
+    """Activation-order GPTQ (``desc_act``; compressed-tensors ``actorder: group``): a ``g_idx`` per layer."""
+    symmetric: bool = True
+    """No zero points stored where the format allows it (compressed-tensors ``symmetric``)."""
+    lm_head: bool = False
+    """GPTQ/AWQ ``lm_head``: the LM head is quantized too (default False: it stays 16-bit)."""
+    double_quant: bool = False
+    """bitsandbytes ``bnb_4bit_use_double_quant``: the per-block absmax is itself quantized to 8 bits."""
 
 
 class MlaDims(BaseModel):

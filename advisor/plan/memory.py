@@ -11,6 +11,7 @@ import math
 
 from advisor.hardware.gpus import GpuSpec
 from advisor.model.schema import ModelProfile
+from advisor.model.quant_weights import group_overhead_bits
 from advisor.plan import memory_terms as t
 from advisor.domain.decision import Decision
 from advisor.domain.memory import Alternative, MemoryPlan, PlanSummary
@@ -133,11 +134,15 @@ def _min_gpus(profile: ModelProfile, gpu: GpuSpec, d: Decision, block_size: int)
 
 
 def requantized(profile: ModelProfile, bits: int) -> ModelProfile:
-    """The same model with its linear layers stored at ``bits`` (embeddings and LM head kept 16-bit)."""
+    """The same model with its linear layers stored at ``bits`` (embeddings and LM head kept 16-bit).
+
+    Below 8 bits the layers are planned as a GPTQ/AWQ group-128 checkpoint stores them: one fp16 scale and
+    one packed zero point per 128 weights (advisor.model.quant_weights.group_overhead_bits)."""
     db = t.dense_bytes(profile)
     vocab_params = profile.params_embedding_b * (1 if profile.tie_word_embeddings else 2) * 1e9
     linear = max(0.0, profile.params_total_b * 1e9 - vocab_params)
-    weight_bytes = int(vocab_params * db + linear * bits / 8)
+    per_weight = bits + (group_overhead_bits(bits) if bits < 8 else 0.0)
+    weight_bytes = int(vocab_params * db + linear * per_weight / 8)
     name = {8: "fp8", 4: "int4"}.get(bits, f"int{bits}")
     quant = profile.quant.model_copy(update={"method": name, "weight_bits": bits, "ignored": []})
     return profile.model_copy(update={"weight_bytes": weight_bytes, "weights_dtype": name, "quant_method": name, "quant": quant})
