@@ -51,7 +51,7 @@ fi
     printf '  - Arctic Inference 0.3.0: a wheel into the same (built once in a throw-away venv with torch, about 1 GB\n'
     printf '    while it builds; the wheel is kept in ~/.cache/advisor/wheels)\n'
     printf '  - vLLM CPU venv %s: %s\n' "$VLLM_VENV" "$(have "$VLLM_VENV/bin/python" "~4.2 GB, the longest step")"
-    printf '  - vLLM 0.26 / 0.33 parser wheels and SmolLM2-135M (.cache/wheels, .cache/models): %s\n' "$(have .cache/models "~0.35 GB")"
+    printf '  - vLLM 0.26 / 0.33 / 0.34 parser wheels and SmolLM2-135M (.cache/wheels, .cache/models): %s\n' "$(have .cache/models "~0.35 GB")"
     printf '  - docker-compose venv .cache/compose-venv: %s\n' "$(have .cache/compose-venv/bin/python "~0.08 GB")"
     printf '  - system packages (root with apt only): shellcheck, systemd, util-linux, chromium where missing (~0.5 GB)\n'
     printf '  disk: ~4.4 GB under .cache/ plus the venv on a first run (%s free here); time: ~30 min on a loaded\n' \
