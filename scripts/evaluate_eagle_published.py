@@ -110,7 +110,8 @@ def main() -> None:
         lc = math.log(o["cost_only"] / o["speed"]) if o["cost_only"] else None
         lm = math.log(med / o["speed"]) if med else None
         l1 = math.log(1 / o["speed"])
-        e_p.append(abs(lp)); e_1.append(abs(l1))
+        e_p.append(abs(lp))
+        e_1.append(abs(l1))
         if lc is not None:
             e_c.append(abs(lc))
         if lm is not None:

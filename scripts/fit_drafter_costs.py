@@ -65,8 +65,11 @@ def fit() -> dict:
         ys.append(resid)
         before.append(math.log((meas / plain_m) / ((verify + draft + k * dr.DRAFT_FORWARD_FIXED_S) / plain_p)))
     # least squares y = a*K + b*K*C
-    s11 = sum(x[0] * x[0] for x in xs); s12 = sum(x[0] * x[1] for x in xs); s22 = sum(x[1] * x[1] for x in xs)
-    t1 = sum(x[0] * y for x, y in zip(xs, ys)); t2 = sum(x[1] * y for x, y in zip(xs, ys))
+    s11 = sum(x[0] * x[0] for x in xs)
+    s12 = sum(x[0] * x[1] for x in xs)
+    s22 = sum(x[1] * x[1] for x in xs)
+    t1 = sum(x[0] * y for x, y in zip(xs, ys))
+    t2 = sum(x[1] * y for x, y in zip(xs, ys))
     det = s11 * s22 - s12 * s12
     a, b = (t1 * s22 - t2 * s12) / det, (s11 * t2 - s12 * t1) / det
     after = []

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 
-import pytest
 
 from advisor.model.profile import build_profile, parse_quant
 from advisor.model.quant_weights import (awq_linear_bytes, bnb_linear_bytes, compressed_wna16_bytes,
@@ -27,8 +26,8 @@ AWQ_PUBLISHED = 4.68e9 + 1.05e9
 GPTQ = {"quant_method": "gptq", "bits": 4, "group_size": 128, "desc_act": False, "sym": True}
 AWQ = {"quant_method": "awq", "bits": 4, "group_size": 128, "zero_point": True, "version": "gemm"}
 
-H, I, V, KV, LAYERS = 4096, 14336, 128256, 1024, 32
-LLAMA_LINEARS = [(H, H), (H, KV), (H, KV), (H, H), (H, I), (H, I), (I, H)]  # q k v o gate up down: (in, out)
+H, INTER, V, KV, LAYERS = 4096, 14336, 128256, 1024, 32
+LLAMA_LINEARS = [(H, H), (H, KV), (H, KV), (H, H), (H, INTER), (H, INTER), (INTER, H)]  # q k v o gate up down: (in, out)
 
 
 def _llama(qc: dict | None, model: str = "meta-llama/Llama-3.1-8B-Instruct") -> dict:

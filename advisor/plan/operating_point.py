@@ -16,7 +16,7 @@ is every point not beaten on both tok/s per GPU and tok/s per user.
 
 from __future__ import annotations
 
-from typing import Callable, Literal
+from typing import Callable
 
 from pydantic import BaseModel, ConfigDict, Field
 
