@@ -71,3 +71,10 @@ def test_render_launches_the_drafter(run_cli, tmp_path):
     assert code == 0, err
     launch = (tmp_path / "out" / "launch.sh").read_text()
     assert '"method":"eagle3"' in launch and '"model":"' in launch and '"num_speculative_tokens":3' in launch
+
+
+def test_the_decomposition_names_the_drafters_acceptance_not_a_suffix_prior(run_cli):
+    code, out, err = run_cli("recommend", L8, *HOST, "--spec", "eagle3")
+    assert code == 0, err
+    line = next(x for x in out.splitlines() if x.strip().startswith("gain = K̄ / R"))
+    assert "K̄: another eagle3 head for" in line and "K̄ prior" not in line

@@ -104,9 +104,15 @@ def drafters_of(profile, draft: str | None, s) -> list:
     return out
 
 
-def _kbar_label(workload, source: str) -> str:
-    """Where the printed K̄ came from, in the words of the decomposition line."""
+def _kbar_label(workload, source: str, method: str | None = None) -> str:
+    """Where the printed K̄ came from, in the words of the decomposition line (a drafter method's K̄ is its own
+    acceptance, never the traffic file's suffix replay: its source as the method wrote it)."""
     from pathlib import Path
+
+    from advisor import methods
+
+    if method and method != "none" and methods.get(method).uses_drafter:
+        return f"K̄: {source}"
 
     from advisor.predict.absolute import NGRAM_KBAR_HEAD
     from advisor.predict.kbar_prior import OWN_SOURCE
@@ -185,7 +191,7 @@ def _print(rec, vllm, first: list[str] = (), bench: dict | None = None) -> None:
             host = f"; host profile {p.host_profile}, match: {p.host_match}" if p.host_profile else ""
             plain = "plain decoding; the speculative candidates' " if p.method == "none" else ""
             rows.append(("gain = K̄ / R x fitted", f"{dc.k_bar:.2f} / {dc.r:.2f} x {dc.fitted_factor:.2f} = "
-                         f"{dc.k_bar / dc.r * dc.fitted_factor:.2f} ({plain}{_kbar_label(rec.workload, dc.sources.get('k_bar', ''))}{host})"))
+                         f"{dc.k_bar / dc.r * dc.fitted_factor:.2f} ({plain}{_kbar_label(rec.workload, dc.sources.get('k_bar', ''), p.method)}{host})"))
         if p.measured:
             ms = p.measured
             kb = f", K̄={ms.k_bar:.2f}" if ms.k_bar else ""
