@@ -29,10 +29,10 @@ def test_kbar_of_per_position_rates():
 
 def test_acceptance_sources_in_order():
     head = load_drafter("yuhuili/EAGLE3-LLaMA3.1-Instruct-8B")
-    kb, spread, src = dr.acceptance(head, 3, None, L8)  # its own is unpublished: RedHatAI's head for the same target
+    kb, spread, src, _ = dr.acceptance(head, 3, None, L8)  # its own is unpublished: RedHatAI's head for the same target
     assert abs(kb - 2.6049) < 1e-6 and spread == dr.SAME_TARGET_SPREAD and "RedHatAI/Llama-3.1-8B-Instruct-speculator.eagle3" in src
     draft = load_drafter("meta-llama/Llama-3.2-1B-Instruct")
-    kb, spread, src = dr.acceptance(draft, 3, None, L8)  # nothing published for a Llama draft model: the class prior
+    kb, spread, src, _ = dr.acceptance(draft, 3, None, L8)  # nothing published for a Llama draft model: the class prior
     assert "class prior" in src and spread >= dr.ACCEPTANCE_SPREAD and 1 < kb < 4
 
 
@@ -67,7 +67,7 @@ def test_the_users_probe_of_the_drafter_comes_first():
         pytest.skip(f"ProbeRecord needs more fields here: {exc}")
     dummy = rec.model_copy(update={"weights": "dummy", "acceptance_per_position": [0.99, 0.99, 0.99]})
     other = rec.model_copy(update={"config": "eagle3:3@draft=someone/else"})
-    kb, spread, src = dr.acceptance(head, 3, None, L8, (dummy, other, rec))
+    kb, spread, src, _ = dr.acceptance(head, 3, None, L8, (dummy, other, rec))
     assert abs(kb - 2.8) < 1e-9 and spread == dr.PROBE_SPREAD and "your probe (campaign c-1" in src
-    kb, _, src = dr.acceptance(head, 3, None, L8, (dummy, other))  # dummy weights and another head never count
+    kb, _, src, _ = dr.acceptance(head, 3, None, L8, (dummy, other))  # dummy weights and another head never count
     assert "your probe" not in src

@@ -78,3 +78,12 @@ def test_the_decomposition_names_the_drafters_acceptance_not_a_suffix_prior(run_
     assert code == 0, err
     line = next(x for x in out.splitlines() if x.strip().startswith("gain = K̄ / R"))
     assert "K̄: another eagle3 head for" in line and "K̄ prior" not in line
+
+
+def test_a_drafter_launched_on_a_prior_says_how_to_measure_it(run_cli):
+    code, out, err = run_cli("recommend", L8, *HOST, "--spec", "draft_model", "--json")
+    assert code == 0, err
+    rec = json.loads(out)
+    (w,) = [x for x in rec["warnings"] if "is launched on an acceptance from a class prior" in x]
+    assert "advisor probe meta-llama/Llama-3.1-8B-Instruct --configs vanilla,draft_model:" in w
+    assert "@draft=meta-llama/Llama-3.2-1B-Instruct" in w

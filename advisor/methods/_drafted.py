@@ -15,6 +15,8 @@ at the target's TP; plus two ASSUMED constants below, which the H100 campaign of
 
 from __future__ import annotations
 
+from typing import Literal
+
 from advisor.domain.prediction import Band
 from advisor.predict import stepcost as sc
 
@@ -159,7 +161,12 @@ def probed_rates(probes, drafter, target_id: str) -> tuple[list[float], str] | N
     return list(r.acceptance_per_position), f"your probe (campaign {r.campaign_id}, {r.config}, corpus {r.corpus})"
 
 
-def acceptance(drafter, k: int, workload, target_id: str = "", probes=()) -> tuple[float, float, str]:
+AcceptanceKind = Literal["probe", "published", "same_target", "prior"]
+"""Where a drafter's K̄ came from: the user's probe, its own published acceptance, another head's for the same
+target, or the class prior (ASSUMED)."""
+
+
+def acceptance(drafter, k: int, workload, target_id: str = "", probes=()) -> tuple[float, float, str, AcceptanceKind]:
     """(K̄ at K, ± share on K̄ - 1, where from): the user's probe of this drafter on this model (real weights), else
     the head's published per-position acceptance on the traffic's dataset class (calibration/drafter_acceptance.csv),
     else another head's for the same target and method, else the class prior of its kind."""
@@ -167,24 +174,25 @@ def acceptance(drafter, k: int, workload, target_id: str = "", probes=()) -> tup
 
     probed = probed_rates(probes, drafter, target_id) if target_id else None
     if probed is not None:
-        return kbar_of(probed[0], k), PROBE_SPREAD, probed[1]
+        return kbar_of(probed[0], k), PROBE_SPREAD, probed[1], "probe"
 
     corpus = getattr(workload, "corpus", None) if workload is not None else None
     cls = CORPUS_CLASS.get((corpus or "").lower())
     unknown = "" if cls else ", the traffic unknown: its median dataset"
     row = table.lookup(drafter.id, cls)
     if row is not None:
-        return kbar_of(row.rates, k), PUBLISHED_SPREAD, f"{drafter.id}'s published acceptance on {row.dataset.split(' (')[0]} ({row.source}){unknown}"
+        return (kbar_of(row.rates, k), PUBLISHED_SPREAD,
+                f"{drafter.id}'s published acceptance on {row.dataset.split(' (')[0]} ({row.source}){unknown}", "published")
     row = table.lookup_same_target(target_id, drafter.kind, cls) if target_id else None
     if row is not None:
         return kbar_of(row.rates, k), SAME_TARGET_SPREAD, (f"another {drafter.kind} head for {target_id}: {row.drafter}'s "
                                                            f"published acceptance on {row.dataset.split(' (')[0]} ({row.source}){unknown}; "
-                                                           f"{drafter.id}'s own is not published")  # fmt: skip
+                                                           f"{drafter.id}'s own is not published"), "same_target"  # fmt: skip
     lo, mid, hi = CLASS_PRIOR_RATE[drafter.kind]
     kb = kbar_of(geometric(mid, k), k)
     spread = max(ACCEPTANCE_SPREAD, (kbar_of(geometric(hi, k), k) - 1) / max(kb - 1, 1e-9) - 1)
     return kb, spread, (f"class prior of {drafter.kind} drafters: {mid:.2f} per draft [{lo:.2f}, {hi:.2f}] "
-                        "(ASSUMED; no published acceptance for this drafter and traffic)")
+                        "(ASSUMED; no published acceptance for this drafter and traffic)"), "prior"
 
 
 GPU_SPECULATOR_S = 0.1e-3

@@ -18,7 +18,7 @@ and its tests. The planner (advisor.plan.layout) asks a method only through this
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol, runtime_checkable
+from typing import Any, Callable, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -45,6 +45,8 @@ class GainEstimate(BaseModel):
     """What probes on this host measured for exactly this deployment (suffix), None: not measured."""
     k_bar_source: str | None = None
     """Where K̄ came from (probe, published row, class prior), printed with the candidate."""
+    k_bar_kind: Literal["probe", "published", "same_target", "prior"] | None = None
+    """The kind of ``k_bar_source`` (typed, for logic; None: the method's own predictor says, e.g. suffix)."""
     notes: list[str] = Field(default_factory=list)
     """Labelled terms (MEASURED / FITTED / ASSUMED, with their files) behind the figures."""
 

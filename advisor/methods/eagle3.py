@@ -44,7 +44,7 @@ class DrafterMethod:
                k, n, round(context, 1))  # fmt: skip
         if key in ctx.memo:
             return ctx.memo[key]
-        kbar, spread, source = dr.acceptance(ctx.drafter, k, ctx.workload, ctx.profile.id, ctx.probes)
+        kbar, spread, source, kind = dr.acceptance(ctx.drafter, k, ctx.workload, ctx.profile.id, ctx.probes)
         host, _, measured = dr.host_costs(ctx.gpu)
         plain, verify, draft, notes = dr.drafted_step(ctx.profile, ctx.drafter, ctx.gpu, ctx.layout, n, context, k, host=None)
         r = (verify + draft) / plain
@@ -54,7 +54,7 @@ class DrafterMethod:
                                       host=(host[0] * f, host[1] * f))[1:3]) / plain for f in (0.5, 2.0)]  # fmt: skip
             band = band.model_copy(update={"low": min(band.low, band.low * r / max(rs)),
                                            "high": max(band.high, band.high * r / min(rs))})  # fmt: skip
-        est = GainEstimate(gain=band, k_bar=kbar, r=r, k_bar_source=source,
+        est = GainEstimate(gain=band, k_bar=kbar, r=r, k_bar_source=source, k_bar_kind=kind,
                            notes=[f"{self.title} tokens/step {kbar:.2f} at K={k}: {source}", *notes])  # fmt: skip
         ctx.memo[key] = est
         return est

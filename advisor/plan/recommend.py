@@ -445,6 +445,16 @@ def _assemble(profile, host, workload, outcome, base, cands, choice, fixed, warn
                         f"{c.pipeline[1]} (vLLM's multi-node layout; the same {c.layout.tp} GPUs)")  # fmt: skip
     if choice.limits_missed:
         warnings.insert(0, f"SLA not met: {choice.limits_missed}")
+    if c.drafter and c.k_bar_kind in ("prior", "same_target"):
+        import shlex
+
+        what = ("a class prior (ASSUMED)" if c.k_bar_kind == "prior" else "another head's published acceptance")
+        cmd = shlex.join(["advisor", "probe", profile.id, "--configs", f"vanilla,{c.method}:{c.k}@draft={c.drafter}",
+                          "--tp", str(c.layout.tp), "--max-model-len", str(decision.max_model_len),
+                          "--concurrency", str(n)])  # fmt: skip
+        warnings.append(f"{c.method} K={c.k} is launched on an acceptance from {what}, not from {c.drafter} on your "
+                        f"traffic: measure it with real weights ({cmd} --corpus YOUR_PROMPTS); recommend reads the "
+                        "probe's acceptance first")  # fmt: skip
     plan = probe_plan(profile.id, decision, workload.model_copy(update={"concurrency": n}), sp_plan, policy=choice.policy,
                       k=k_probe, low=pol.p_win.flip_off_below, high=pol.p_win.flip_on_above,
                       fitted_within=pol.fitted_factor_within, run_sigma=_run_sigma(sp))  # fmt: skip
