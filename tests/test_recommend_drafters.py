@@ -87,3 +87,9 @@ def test_a_drafter_launched_on_a_prior_says_how_to_measure_it(run_cli):
     (w,) = [x for x in rec["warnings"] if "is launched on an acceptance from a class prior" in x]
     assert "advisor probe meta-llama/Llama-3.1-8B-Instruct --configs vanilla,draft_model:" in w
     assert "@draft=meta-llama/Llama-3.2-1B-Instruct" in w
+
+
+def test_a_forced_method_that_cannot_run_is_refused_never_swapped(run_cli):
+    code, out, err = run_cli("recommend", L8, *HOST, "--vllm-version", "0.26", "--spec", "eagle3")
+    assert code == 2 and "--spec eagle3: no EAGLE-3 candidate runs here" in err and "max_position_embeddings 2048" in err
+    assert "suffix" not in out  # never another method in its place

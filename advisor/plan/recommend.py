@@ -228,6 +228,11 @@ def recommend(
                           _facts(host.vllm_version))  # fmt: skip
             raise UsageError(f"--spec {q.spec}: {_method_name(q.spec)} is not a candidate for {profile.id}"
                              + (f" ({why})" if why else "") + "; drop --spec or pick another")
+        if (q.spec is not None and q.spec != "none" and not any(c.method == q.spec and c.boots for c in cands)
+                and any(c.boots for c in cands)):  # (nothing booting at all is the memory plan's answer, exit 8)
+            first = next(c for c in cands if c.method == q.spec)  # none of its candidates runs here: never launch another
+            raise UsageError(f"--spec {q.spec}: no {_method_name(q.spec)} candidate runs here ({first.label()}: "
+                             f"{first.why_not or first.memory_reason}); drop --spec or fix that")
         return cands, choose(cands, policy=outcome.speculation, rule=outcome.speculation_rule, query=q,
                              forced=q.spec)  # fmt: skip
 
