@@ -15,7 +15,8 @@ from advisor.methods.base import GainEstimate, MethodContext, SpecMethod
 
 __all__ = ["GainEstimate", "MethodContext", "SpecMethod", "all_methods", "get", "ids", "speculative_config", "UnknownMethod"]
 
-_LOADED: dict[str, SpecMethod] = {}
+_LOADED: dict = {}
+"""method id -> method, and the ``__path__`` they were found on (key ``__path__``)."""
 
 
 class UnknownMethod(ValueError):
@@ -23,19 +24,20 @@ class UnknownMethod(ValueError):
 
 
 def _load() -> dict[str, SpecMethod]:
-    seen = {name for _, name, _ in pkgutil.iter_modules(__path__)} - {"base"}
-    if _LOADED and seen <= {getattr(m, "_module", "") for m in _LOADED.values()}:
-        return _LOADED
-    for name in sorted(seen):
-        mod = importlib.import_module(f"{__name__}.{name}")
-        method = getattr(mod, "METHOD", None)
+    """The methods, found once per ``__path__`` (a test may add a folder to it; nothing else rescans the disk)."""
+    key = tuple(__path__)
+    if _LOADED.get("__path__") == key:
+        return {k: v for k, v in _LOADED.items() if k != "__path__"}
+    _LOADED.clear()
+    for name in sorted({n for _, n, _ in pkgutil.iter_modules(__path__)} - {"base"}):
+        method = getattr(importlib.import_module(f"{__name__}.{name}"), "METHOD", None)
         if method is None:
             continue
         if not isinstance(method, SpecMethod):
             raise TypeError(f"advisor.methods.{name}.METHOD does not satisfy advisor.methods.base.SpecMethod")
-        method._module = name
         _LOADED[method.id] = method
-    return _LOADED
+    _LOADED["__path__"] = key
+    return {k: v for k, v in _LOADED.items() if k != "__path__"}
 
 
 def all_methods() -> list[SpecMethod]:

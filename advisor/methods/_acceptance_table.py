@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import csv
 import functools
-import statistics
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -69,12 +68,6 @@ def _pick(mine: list[AcceptanceRow], dataset_class: str | None) -> AcceptanceRow
         return max(same, key=lambda r: (len(r.rates), sum(r.rates)))
     ranked = sorted(mine, key=lambda r: sum(r.rates[:3]))
     return ranked[len(ranked) // 2] if ranked else None
-
-
-def median_rates(kind_rows) -> tuple[float, ...]:
-    """Position-wise median of rows' rates (positions every row has)."""
-    n = min(len(r.rates) for r in kind_rows)
-    return tuple(statistics.median(r.rates[i] for r in kind_rows) for i in range(n))
 
 
 @functools.cache

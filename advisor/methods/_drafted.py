@@ -80,13 +80,12 @@ def host_costs(gpu) -> tuple[tuple[float, float], str, bool]:
     return (DRAFT_FORWARD_FIXED_S, 0.0), f"ASSUMED {DRAFT_FORWARD_FIXED_S * 1e6:.0f} us", False
 
 
-def drafted_step(p, drafter, gpu, lay, n: int, context: float, k: int,
-                 host: tuple[float, float] | None = None) -> tuple[float, float, float, list[str]]:  # fmt: skip
+def drafted_step(p, drafter, gpu, lay, n: int, context: float, k: int, host: tuple[float, float] | None = None,
+                 where: str = "given") -> tuple[float, float, float, list[str]]:  # fmt: skip
     """(plain step, verification step, drafting, notes) seconds at ``n`` running sequences per replica; ``host``:
-    (fixed, per-sequence) host seconds per drafter forward (None: :func:`host_costs` for this GPU)."""
+    (fixed, per-sequence) host seconds per drafter forward (None: :func:`host_costs` for this GPU), ``where`` its source."""
     from advisor.predict.absolute import decode_step
 
-    where = "given"
     if host is None:
         host, where, _ = host_costs(gpu)
     plain = plain_step(p, gpu, lay, n, context)

@@ -45,8 +45,8 @@ class DrafterMethod:
         if key in ctx.memo:
             return ctx.memo[key]
         kbar, spread, source, kind = dr.acceptance(ctx.drafter, k, ctx.workload, ctx.profile.id, ctx.probes)
-        host, _, measured = dr.host_costs(ctx.gpu)
-        plain, verify, draft, notes = dr.drafted_step(ctx.profile, ctx.drafter, ctx.gpu, ctx.layout, n, context, k, host=None)
+        host, where, measured = dr.host_costs(ctx.gpu)
+        plain, verify, draft, notes = dr.drafted_step(ctx.profile, ctx.drafter, ctx.gpu, ctx.layout, n, context, k, host=host, where=where)
         r = (verify + draft) / plain
         band = dr.gain_band(kbar, r, spread)
         if not measured:  # the host work per forward carried from another host: ASSUMED within x2 either way
