@@ -93,3 +93,18 @@ def test_a_forced_method_that_cannot_run_is_refused_never_swapped(run_cli):
     code, out, err = run_cli("recommend", L8, *HOST, "--vllm-version", "0.26", "--spec", "eagle3")
     assert code == 2 and "--spec eagle3: no EAGLE-3 candidate runs here" in err and "max_position_embeddings 2048" in err
     assert "suffix" not in out  # never another method in its place
+
+
+def test_a_hostile_drafter_path_reaches_launch_sh_quoted(run_cli, tmp_path):
+    import shlex
+
+    head = tmp_path / "h$(touch PWNED)'\"`x;rm -rf ~"
+    head.mkdir()
+    shutil.copy(ROOT / "catalog/models/yuhuili/EAGLE3-LLaMA3.1-Instruct-8B/config.json", head / "config.json")
+    code, out, err = run_cli("render", L8, *HOST, "--spec", "eagle3", "--draft", str(head), "--vllm-version", "0.34",
+                             "--out", str(tmp_path / "out"))  # fmt: skip
+    assert code == 0, err
+    line = next(x for x in (tmp_path / "out" / "launch.sh").read_text().splitlines() if "--speculative-config" in x)
+    argv = shlex.split(line)
+    spec = json.loads(argv[argv.index("--speculative-config") + 1])
+    assert spec["model"] == str(head) and not (tmp_path / "PWNED").exists()
