@@ -6,7 +6,7 @@
 
 Per GPU and architecture class: the plain decode step's median and largest |ln(predicted / measured)| with the
 shipped GEMM constants, and (on the GPU the spec-step constants were fitted on) the median ln(R_pred / R_meas) of
-suffix verification steps, each model held out of the fit that predicts it (advisor.predict.gpu_steps).
+suffix verification steps, each model held out of the fit that predicts it (advisor.calibrate.gpu_steps).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ def build() -> str:
     from advisor.model.load import load_profile
     from advisor.paths import data_path
     from advisor.predict.class_accuracy import table_text
-    from advisor.predict.gpu_steps import class_accuracy_rows
+    from advisor.calibrate.gpu_steps import class_accuracy_rows
 
     return table_text(class_accuracy_rows(data_path("calibration"), load_profile))
 

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from advisor.plan.evaluate_product import evaluate_product
+from advisor.calibrate.evaluate_product import evaluate_product
 from advisor.predict.dataset import default_profile_of, seed_observations
-from advisor.predict.evaluate import evaluate, lomo_fits
+from advisor.calibrate.evaluate import evaluate, lomo_fits
 from advisor.rules.loader import load_rules
 
 
@@ -39,7 +39,7 @@ def test_probe_band_launches_the_predicted_better_and_says_it_is_unsure(setup, t
     """default_on + a held-out P(win) in the probe band [0.30, 0.70]: the rules' default no longer keeps suffix on
     (issue 39: rules constrain only with required / forbidden); what is launched is the candidate predicted faster,
     a suffix candidate predicted to lose is never launched, and the output names the probe that settles it."""
-    from advisor.plan.evaluate_product import product_recommendation, suffix_p_win
+    from advisor.calibrate.evaluate_product import product_recommendation, suffix_p_win
 
     pf, obs, fits = setup
     rules = _rules(tmp_path, "default_on")
@@ -86,7 +86,7 @@ def test_the_scored_decision_is_what_the_cli_prints(setup, run_cli, monkeypatch,
     traffic and (here) the shipped fit give the same method, K and layout through both."""
     from advisor.domain.host import HostContext
     from advisor.hardware import resolve
-    from advisor.plan.evaluate_product import product_recommendation
+    from advisor.calibrate.evaluate_product import product_recommendation
 
     pf, obs, _ = setup
     o = next(o for o in obs if o.source == "seed" and o.model == model and o.corpus == corpus and o.host_state == state)

@@ -124,7 +124,7 @@ def test_a_bad_user_host_profile_row_is_left_out_with_its_reason(run_cli, tmp_pa
 
 
 def test_calibrate_names_a_bounded_list_of_campaigns():
-    from advisor.predict.host_infer import _campaigns_source
+    from advisor.calibrate.host_infer import _campaigns_source
 
     text = _campaigns_source([f"campaign-{i:05d}" for i in range(25_000)])
     assert len(text) < 1000 and "25,000 in all" in text

@@ -10,7 +10,7 @@ import pytest
 
 from advisor.model.load import load_profile
 from advisor.hardware.gpus import get_gpu
-from advisor.predict import gpu_steps as g
+from advisor.calibrate import gpu_steps as g
 from advisor.predict import host_profile as hp
 from advisor.predict import stepcost as sc
 
@@ -96,7 +96,7 @@ def test_points_whose_repetitions_disagree_are_listed_not_used():
 
 def test_planner_kv_cache_within_5_percent_of_real_vllm_for_every_boot():
     """Issue 12 goal: every model measured both ways, at K=0, 16 and 32, from vLLM's own log lines."""
-    from advisor.plan.memory_measured import evaluate as mem_eval
+    from advisor.calibrate.memory_measured import evaluate as mem_eval
 
     out = mem_eval(CAL, load_profile)
     assert out["available"] and len(out["models"]) >= 4 and {0, 16, 32} <= set(out["ks"])

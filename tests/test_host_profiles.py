@@ -21,7 +21,7 @@ LLAMA_8B = "meta-llama/Llama-3.1-8B-Instruct"
 def test_seed_profile_is_what_the_seed_rows_imply():
     """The shipped seed-b200 suffix cost is the grid point host_infer picks from the seed rows (not by hand)."""
     from advisor.predict.dataset import default_profile_of, seed_observations
-    from advisor.predict.host_infer import infer
+    from advisor.calibrate.host_infer import infer
 
     best = infer(seed_observations(replicates=True), default_profile_of())["best"]
     seed = hp.get("seed")
@@ -107,7 +107,7 @@ def test_ngram_pays_its_own_step_cost():
 
 def test_published_rows_are_sourced_and_evaluated(tmp_path):
     from advisor.paths import data_path
-    from advisor.predict import published
+    from advisor.calibrate import published
     from advisor.predict.dataset import default_profile_of
 
     rows = published.load(data_path("calibration"))
@@ -198,8 +198,8 @@ def test_calibrate_fits_and_stores_a_probed_hosts_profile(tmp_path, run_cli):
 def test_real_probe_evaluation_scores_the_chosen_option(tmp_path):
     """Evaluation (b) reads records.jsonl under calibration/, asks the predictor for each option
     without the measured K̄, and scores the chosen one against the best measured."""
-    from advisor.cli.calibrate import calibration_records
-    from advisor.predict import real_probes
+    from advisor.calibrate.records import calibration_records
+    from advisor.calibrate import real_probes
     from advisor.predict.dataset import default_profile_of
     from advisor.probe.record import ProbeRecord
 
@@ -231,10 +231,10 @@ def test_serving_profile_is_the_probe_path_fit_and_loses_to_the_offline_grid_hel
     suffix:32 + ngram:4 + vanilla without async scheduling), not typed in. Held out on SmolLM2-135M's
     real-weight pairs it predicts R worse than the offline grid, which is why the product keeps the
     grid (docs/predictor.md); no host is ever matched to the reference row."""
-    from advisor.cli.calibrate import read_jsonl_records
+    from advisor.calibrate.records import read_jsonl_records
     from advisor.paths import data_path
     from advisor.predict.dataset import default_profile_of
-    from advisor.predict.host_infer import serving_fit
+    from advisor.calibrate.host_infer import serving_fit
 
     res = serving_fit(data_path("calibration"), default_profile_of(), read_jsonl_records)
     assert res["available"] and not res["fit"]["at_grid_edge"]
@@ -256,9 +256,9 @@ def test_serving_profile_is_the_probe_path_fit_and_loses_to_the_offline_grid_hel
 
 
 def test_async_off_fit_reads_the_no_async_vanilla_runs():
-    from advisor.cli.calibrate import read_jsonl_records as read_records
+    from advisor.calibrate.records import read_jsonl_records as read_records
     from advisor.paths import data_path
-    from advisor.predict.host_infer import async_off_pairs, fit_async_off
+    from advisor.calibrate.host_infer import async_off_pairs, fit_async_off
 
     root = data_path("calibration") / "gpu_real" / "h200-vllm0.26.0"
     recs = read_records(root / "l8-dummy") + read_records(root / "l8-dummy-noasync")

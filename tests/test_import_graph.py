@@ -26,7 +26,10 @@ FLOORS: dict[str, int] = {
     "render": 6,
     # 7: probes of real vLLM (they launch with render's argv) and the probe store.
     "probe": 7,
-    # 8: the HTML report over recommendations, evidence and the store.
+    # 8: the lab: every fit and evaluation of the runtime model (seed sweep, committed campaigns, the probe store);
+    # nothing below it imports it, so predict/ and plan/ hold only what ``recommend`` runs.
+    "calibrate": 8,
+    # 8: the HTML report over recommendations, evidence (the lab's evaluations) and the store.
     "report": 8,
     # 9: the command line and its composition edge (advisor.cli.wiring); 10: ``python -m advisor``.
     "cli": 9, "__main__": 10,
@@ -169,3 +172,14 @@ def test_the_docs_floor_table_is_the_tests_floor_table():
             assert "floor 1" in may, may  # test_domain_imports_only_itself_and_the_ground_floor
         elif floor > 1 and name != "__main__":
             assert f"floors 1–{floor - 1}" in may or (floor == 2 and "floor 1" in may), (name, may)
+
+
+def test_the_runtime_never_imports_the_lab():
+    """predict/, plan/, methods/ and render/ hold what ``recommend`` runs: none of them reaches advisor.calibrate (the
+    fits and evaluations), at module level or inside a function."""
+    graph = _graph()
+    runtime = ("advisor.predict", "advisor.plan", "advisor.methods", "advisor.render", "advisor.model", "advisor.kbar")
+    bad = sorted(f"{m} -> {t}" for m, ts in graph.items() if m.startswith(runtime) for t in ts
+                 if t.startswith("advisor.calibrate"))  # fmt: skip
+    assert not bad, bad
+    assert any(m.startswith("advisor.calibrate.") for m in graph), "the lab package is read"

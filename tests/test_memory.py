@@ -243,7 +243,7 @@ def test_cudagraph_none_costs_nothing():
 
 
 def test_cli_table(capsys):
-    from advisor.plan.memory_cli import main
+    from advisor.calibrate.memory_cli import main
 
     assert main([LLAMA_405B_FP8, "--gpu", "B200", "--gpus", "8", "--gmu", "0.85", "--k", "32", "--k", "0", "--build", "seed"]) == 0
     out = capsys.readouterr().out
@@ -257,8 +257,8 @@ def test_cli_table(capsys):
 
 
 def test_fitted_constant_lies_inside_the_seed_bracket():
-    from advisor.plan.memory_cli import SEED_OUTCOMES
-    from advisor.plan.memory_fit import bound, bracket
+    from advisor.calibrate.memory_cli import SEED_OUTCOMES
+    from advisor.calibrate.memory_fit import bound, bracket
 
     d = seed_decision(32)
     bounds = [bound(profile(m), B200, d, booted) for m, booted in SEED_OUTCOMES]
@@ -272,7 +272,7 @@ def test_fitted_constant_lies_inside_the_seed_bracket():
 
 
 def test_calibration_cli(capsys):
-    from advisor.plan.memory_cli import main
+    from advisor.calibrate.memory_cli import main
 
     assert main(["--calibration"]) == 0
     out = capsys.readouterr().out
@@ -283,7 +283,7 @@ def test_docs_table_is_current(capsys):
     """docs/memory.md carries the CLI's table verbatim; rerun the command in the doc when this fails."""
     from pathlib import Path
 
-    from advisor.plan.memory_cli import main
+    from advisor.calibrate.memory_cli import main
 
     main([LLAMA_405B_FP8, "--gpu", "B200", "--gpus", "8", "--gmu", "0.85", "--k", "32", "--k", "16", "--k", "0", "--build", "seed"])
     out = capsys.readouterr().out

@@ -19,7 +19,7 @@ DSV3 = ROOT / "calibration" / "gpu_real" / "models" / "DeepSeek-V3-L4"
 
 
 def _check() -> dict:
-    from advisor.cli.calibrate import _mtp_check
+    from advisor.calibrate.suite import mtp_check as _mtp_check
     from advisor.predict.dataset import default_profile_of
 
     return _mtp_check(ROOT / "calibration", default_profile_of())

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from advisor.predict.ceilings import additive_in_sample, ceilings, per_model_constant, state_flips
+from advisor.calibrate.ceilings import additive_in_sample, ceilings, per_model_constant, state_flips
 from advisor.predict.dataset import Observation, seed_observations
 
 

@@ -8,7 +8,7 @@ from advisor.predict import kbar_prior as kp
 from advisor.predict.calibrated import fit
 from advisor.predict.dataset import default_profile_of, seed_observations
 from advisor.predict.kbar_prior import implied_kbar_rows
-from advisor.predict.evaluate import evaluate
+from advisor.calibrate.evaluate import evaluate
 
 R1 = "deepseek-ai/DeepSeek-R1"
 

@@ -1,7 +1,7 @@
 """Published EAGLE / EAGLE-3 / draft-model results (calibration/published/eagle_draft_results.csv, issue 41 item 4):
 the schema basics of a frozen, sourced table. Every row has its URL and the text its number was read from, a known
 method and metric, a numeric value, and the figure is the text quoted (or, where a source writes a slowdown or a
-percentage, the note says how it was turned into the value). The gain-row loader of advisor.predict.published skips
+percentage, the note says how it was turned into the value). The gain-row loader of advisor.calibrate.published skips
 this file (its own columns)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import csv
 import re
 from pathlib import Path
 
-from advisor.predict import published
+from advisor.calibrate import published
 
 CSV = Path(__file__).resolve().parent.parent / "calibration" / published.FOLDER / published.EAGLE_DRAFT_FILE
 COLUMNS = ["source_id", "url", "quote", "engine", "engine_version", "target_model", "drafter", "method", "k", "dataset", "gpu",

@@ -87,7 +87,7 @@ def test_leave_one_source_out_excludes_same_source_priors(monkeypatch):
     from advisor.domain.workload import Workload
     from advisor.hardware.gpus import get_gpu
     from advisor.paths import data_path
-    from advisor.predict import published
+    from advisor.calibrate import published
     from advisor.predict.api import predict
     from advisor.predict.dataset import default_profile_of
 

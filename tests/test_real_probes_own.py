@@ -30,7 +30,7 @@ def _tokenizer():
 def test_committed_replays_are_what_the_code_produces():
     """replay.json's own-output figures (calibration/gpu_real/replay_own.py) equal advisor.kbar.runs'
     replay of the vanilla outputs now, and calibrate's edge reads the same K̄ either way."""
-    from advisor.cli.calibrate import own_output_replays
+    from advisor.calibrate.records import own_output_replays
     from advisor.kbar.runs import own_rows
 
     assert len(RUNS) >= 2
@@ -61,15 +61,15 @@ def test_committed_replays_are_what_the_code_produces():
 def test_modes_on_the_shipped_h200_campaign():
     """Every mode is scored out of sample; the own-output replay lands K̄ within a few % of vLLM's and
     cuts the suffix gain error against the priors; the choice (plain decoding) is right in every mode."""
-    from advisor.cli.calibrate import calibration_records, own_output_replays
+    from advisor.calibrate.records import calibration_records, own_output_replays
     from advisor.paths import data_path
-    from advisor.predict import real_probes
+    from advisor.calibrate import real_probes
     from advisor.predict.dataset import default_profile_of
 
     if not SMOL.is_dir():
         pytest.skip("SmolLM2-135M-Instruct not built (scripts/build_smollm2.py): its profile is read from it")
-    from advisor.cli.calibrate import reader_with_hosts
-    from advisor.predict.host_infer import serving_real_fit
+    from advisor.calibrate.records import reader_with_hosts
+    from advisor.calibrate.host_infer import serving_real_fit
 
     cal = data_path("calibration")
     committed = calibration_records(cal)
@@ -234,7 +234,7 @@ def test_recommend_says_where_kbar_came_from():
 
 
 def test_without_arctic_the_suffix_replays_come_from_the_committed_files(monkeypatch):
-    from advisor.cli.calibrate import own_output_replays
+    from advisor.calibrate.records import own_output_replays
     from advisor.kbar import replay
 
     if not SMOL.is_dir():
@@ -271,7 +271,7 @@ def test_recommend_text_with_a_file_of_own_outputs():
 
 
 def test_a_miss_is_within_the_noise_only_when_its_margin_is_under_the_passes_standard_error():
-    from advisor.predict.real_probes import MISS_NOISE_Z, misses
+    from advisor.calibrate.real_probes import MISS_NOISE_Z, misses
 
     def row(measured: float, passes: int) -> dict:
         return {"campaign": "c", "corpus": "sharegpt", "concurrency": 64, "modes": {"priors": {"chosen": "vanilla", "within_2pct": False}},

@@ -58,8 +58,8 @@ def test_serving_profile_matches_only_its_own_host_class():
 
 
 def test_fit_plain_floor_reads_only_host_bound_vanilla_runs():
-    from advisor.cli.calibrate import read_jsonl_records
-    from advisor.predict.host_infer import fit_plain_floor
+    from advisor.calibrate.records import read_jsonl_records
+    from advisor.calibrate.host_infer import fit_plain_floor
 
     root = ROOT / "calibration" / "gpu_real" / "h200-vllm0.26.0"
     eight = [r for r in read_jsonl_records(root / "l8-dummy-k") if r.config == "vanilla"]
@@ -88,9 +88,9 @@ def test_shipped_serving_row_is_the_probe_path_fit_and_holds_out_by_corpus():
     lands farther from real traffic's R than either held-out fit (the reason the row is fitted on real weights)."""
     if not SMOL.is_dir():
         pytest.skip("SmolLM2-135M-Instruct not built (scripts/build_smollm2.py): its profile is read from it")
-    from advisor.cli.calibrate import calibration_records, reader_with_hosts
+    from advisor.calibrate.records import calibration_records, reader_with_hosts
     from advisor.paths import data_path
-    from advisor.predict.host_infer import serving_real_fit
+    from advisor.calibrate.host_infer import serving_real_fit
 
     cal = data_path("calibration")
     res = serving_real_fit(cal, _profile_of(), reader_with_hosts(calibration_records(cal)))
@@ -173,7 +173,7 @@ def test_run_to_run_sigma_pools_the_settings_measured_in_several_boots():
     configuration) with two or more passes; a setting measured once says nothing about the spread."""
     from types import SimpleNamespace as NS
 
-    from advisor.predict.host_infer import run_to_run_sigma
+    from advisor.calibrate.host_infer import run_to_run_sigma
 
     def pair(cid, config, ln_r):
         return NS(suf=NS(campaign_id=cid, config=config), r_meas=math.exp(ln_r))

@@ -177,7 +177,7 @@ def test_reading_committed_stores_changes_nothing_beside_them(tmp_path):
     import shutil
     import sqlite3
 
-    from advisor.cli.calibrate import calibration_records
+    from advisor.calibrate.records import calibration_records
     from advisor.errors import DataError
     from advisor.probe.store import ProbeStore
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 import sys
 
@@ -67,23 +66,6 @@ def _print_evaluation(res: dict) -> None:
               f"OFF {prod['OFF']['unsure_rows']}, ON {prod['ON']['unsure_rows']}"]
     lines += ["", "  frac = throughput of the chosen option / better of suffix and vanilla, same host state"]
     print("\n".join(lines))
-
-
-def _gpu_steps(profile_of, run_eval) -> dict:
-    """The GPU-step section: real-vLLM step times against the step-cost model, and what the measured
-    suffix-step costs would do to the seed's leave-one-model-out if that build had had them."""
-    from advisor.paths import data_path
-    from advisor.predict import gpu_steps
-    from advisor.predict.dataset import seed_observations
-
-    section = gpu_steps.evaluate(data_path("calibration"), profile_of)
-    moved = [o.model_copy(update={"build": "offline-grid"}) for o in seed_observations(replicates=True)]
-    section["release_physics_on_seed"] = {
-        "lomo": run_eval(profile_of, observations=moved)["lomo"],
-        "note": "the seed rows scored with the suffix-step costs measured on vLLM 0.26.0 (H200) instead of "
-                "the seed build's assumed ones; the shipped evaluation above keeps each row's own build",
-    }
-    return section
 
 
 def _print_gpu_steps(g: dict) -> None:
@@ -154,13 +136,6 @@ def _print_gpu_steps(g: dict) -> None:
     print("\n".join(lines))
 
 
-def _gpu_memory(profile_of) -> dict:
-    from advisor.paths import data_path
-    from advisor.plan.memory_measured import evaluate
-
-    return evaluate(data_path("calibration"), profile_of)
-
-
 def _print_gpu_memory(m: dict) -> None:
     if not m.get("available"):
         print(f"\nGPU memory: none ({m.get('reason')})")
@@ -176,125 +151,6 @@ def _print_gpu_memory(m: dict) -> None:
     print("\n".join(lines))
 
 
-def read_jsonl_records(folder) -> list:
-    """The ProbeRecords of ``folder``/records.jsonl (lines that are not a record are skipped)."""
-    from advisor.probe.record import ProbeRecord
-
-    out = []
-    for line in (folder / "records.jsonl").read_text(encoding="utf-8").splitlines():
-        if line.strip():
-            try:
-                out.append(ProbeRecord.model_validate_json(line))
-            except ValueError:
-                continue
-    return out
-
-
-def _probe_check(profile_of) -> list[dict]:
-    """The shipped GPU probe campaigns (calibration/gpu_probes/*/probes.sqlite): the R each measured
-    through `vllm serve` against the R the profile its GPU matches predicts, and the profile that
-    campaign alone would fit (out-of-sample evidence for the shipped profiles)."""
-    from advisor.paths import data_path
-    from advisor.predict import host_infer
-    from advisor.probe.store import ProbeStore
-
-    out = []
-    for path in sorted((data_path("calibration") / "gpu_probes").glob("*/probes.sqlite")):
-        with ProbeStore(path, busy_timeout_s=2.0, read_only=True) as store:  # committed: read, never switched to WAL
-            records = store.list_records()
-        for pairs in host_infer.probe_pairs(records).values():
-            build = host_infer.hp.match(pairs[0].suf.gpu, None, pairs[0].suf.vllm_version).profiles[0]
-            fit = host_infer.profile_from_probes(pairs, profile_of)
-            out.append({"store": str(path.relative_to(data_path("calibration").parent)),
-                        "against_shipped": host_infer.probe_check(pairs, profile_of, build),
-                        "fitted_alone": {k: fit["profile"][k] for k in ("suffix_step_s", "suffix_per_seq_s")},
-                        "fitted_at_grid_edge": fit["at_grid_edge"]})  # fmt: skip
-    return out
-
-
-def _store_host_profiles(records, profile_of) -> dict:
-    """Fit a host cost profile for every probed GPU host (vanilla + suffix:K pairs, dummy weights
-    welcome) and write them to the data dir's host_profiles.csv, which predictions then use."""
-    from advisor.atomic import write_one
-    from advisor.predict import host_infer, host_profile
-
-    from pydantic import ValidationError
-
-    from advisor.errors import AdvisorError
-    from advisor.paths import data_path
-
-    path = settings().data_dir / host_profile.USER_FILE
-    profile_of = host_infer.probed_profile_of(data_path("calibration"), profile_of)  # probed dirs known by name too
-    fitted, skipped = [], []
-    records, unresolved = _resolvable(records or [], profile_of)
-    skipped += unresolved
-    asyncs = host_infer.async_off_pairs(records or [])
-    paired = host_infer.probe_pairs(records or [])
-    mtp_paired = host_infer.probe_pairs(records or [], methods=("mtp",))
-    for fp, pairs in paired.items():
-        try:
-            fit = host_infer.profile_from_probes(pairs, profile_of, async_pairs=asyncs.get(fp))
-        except AdvisorError as exc:  # a probed model the catalog cannot resolve: say so, fit the others
-            skipped.append(f"host {fp[:12]}: {exc}")
-            continue
-        except ValidationError as exc:  # costs no host has (HostProfile's bounds): the records say something absurd
-            first = exc.errors()[0]
-            skipped.append(f"host {fp[:12]}: the fitted profile is out of bounds ({'.'.join(map(str, first['loc']))}: "
-                           f"{first['msg']}); check this host's probe records")  # fmt: skip
-            continue
-        for drafter in ("eager", "compiled"):
-            mtp = _mtp_fit(mtp_paired.get(fp, []), profile_of, drafter)
-            if mtp.get("available"):
-                keys = (f"mtp_{drafter}_step_s", f"mtp_{drafter}_per_draft_s")
-                fit["profile"].update({k: mtp[k] for k in keys})
-                fit["profile"]["provenance"] += (f"; MTP ({drafter} drafter): MEASURED by advisor probe ({mtp['points']} "
-                                                 "vanilla/mtp:K run(s), advisor.predict.mtp_cost.fit)")  # fmt: skip
-        fitted.append(fit)
-    for fp in sorted(set(mtp_paired) - set(paired)):
-        skipped.append(f"host {fp[:12]}: its mtp:K runs alone make no host profile; add suffix:32 or ngram:4 to the "
-                       "campaign (the profile is fitted on their pairs with vanilla), and rerun advisor calibrate")  # fmt: skip
-    if fitted:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        write_one(path, host_profile.render_rows([host_profile.HostProfile(**f["profile"]) for f in fitted]))
-    return {"file": str(path), "profiles": fitted, "skipped": skipped}
-
-
-def _resolvable(records: list, profile_of) -> tuple[list, list[str]]:
-    """(records whose model resolves, one line per model that does not): a probed directory since removed, or a path
-    that is a device or FIFO, leaves its own rows out of the host profile, not the host's other campaigns."""
-    from advisor.errors import AdvisorError
-    from advisor.predict import host_infer
-
-    bad: dict[str, str] = {}
-    for model in {r.model for r in records}:
-        try:
-            host_infer.profile_for_record(model, profile_of)
-        except AdvisorError as exc:
-            bad[model] = str(exc)
-    lines = [f"{sum(r.model == m for r in records)} record(s) of model {m[:200]!r} left out: {why}" for m, why in sorted(bad.items())]
-    return [r for r in records if r.model not in bad], lines
-
-
-def _mtp_fit(pairs, profile_of, drafter: str) -> dict:
-    """advisor.predict.mtp_cost.fit on one host's vanilla / mtp:K pairs (host_infer.probe_pairs) of the models whose
-    MTP drafter the probed vLLM runs eagerly (VllmFacts.mtp_eager_drafters; ``drafter`` "eager") or compiles
-    ("compiled"): each class has its own cost in the profile."""
-    from advisor.errors import AdvisorError
-    from advisor.predict import mtp_cost
-    from advisor.vllm_facts import DEFAULT_VERSION, facts, is_supported
-
-    def of_class(r) -> bool:
-        try:
-            model_type = profile_of(r.model).model_type
-        except AdvisorError:
-            return False
-        version = r.vllm_version if r.vllm_version and is_supported(r.vllm_version) else DEFAULT_VERSION
-        return (model_type in facts(version).mtp_eager_drafters) == (drafter == "eager")
-
-    kept = [r for p in pairs if of_class(p.suf) for r in (p.van, p.suf)]
-    return mtp_cost.fit(mtp_cost.points(kept), drafter) if kept else {"available": False}
-
-
 def _print_published(pub: dict) -> None:
     if not pub.get("available"):
         print(f"\npublished results: {pub.get('reason')}")
@@ -306,137 +162,9 @@ def _print_published(pub: dict) -> None:
               f" (goal <= {pub['goal']['median_abs_log']}, 80-95%: {'met' if v['meets_goal'] else 'NOT met'})")
 
 
-def reader_with_hosts(records: list):
-    """``read_jsonl_records`` with each record's host filled in from ``records``' (``calibration_records``) of the
-    same host fingerprint (records.jsonl files leave the host to the probe store)."""
-    hosts = {r.host_fingerprint: r.host for r in records if r.host and r.host_fingerprint}
-
-    def read(folder) -> list:
-        return [r if r.host or r.host_fingerprint not in hosts else r.model_copy(update={"host": hosts[r.host_fingerprint]})
-                for r in read_jsonl_records(folder)]  # fmt: skip
-
-    return read
-
-
-MTP_CONTEXT = 512
-"""Tokens of context the MTP check prices its steps at (ASSUMED: the ShareGPT prompts of campaign 9, ~300 tokens in
-SmolLM2's tokenizer, plus half of 256 output tokens)."""
-
-
-def _mtp_check(calibration_dir, profile_of) -> dict:
-    """advisor.predict.mtp_cost.evaluate per drafter class on the committed runs (campaign 9: eager, campaign 10:
-    compiled; read here, at the edge) and the shipped serving row."""
-    from advisor.predict import host_infer, mtp_cost
-    from advisor.predict import host_profile as hp
-
-    folder = calibration_dir / host_infer.SERVING_CAMPAIGN
-    row = hp.get("h200-vllm0.26.0-serving")
-    out = {}
-    for drafter, names in mtp_cost.FIT_FOLDERS.items():
-        records = [r for name in names if (folder / name).is_dir() for r in read_jsonl_records(folder / name)]
-        out[drafter] = mtp_cost.evaluate(records, host_infer.probed_profile_of(calibration_dir, profile_of), row.id,
-                                         MTP_CONTEXT, row.mtp_costs(drafter == "eager"), drafter)  # fmt: skip
-    return out
-
-
-def calibration_records(calibration_dir) -> list:
-    """Every ProbeRecord committed under ``calibration_dir`` (probe stores and records.jsonl files), deduplicated."""
-    from advisor.probe.record import ProbeRecord
-    from advisor.probe.store import ProbeStore
-
-    seen: dict[tuple, object] = {}
-    for path in sorted(calibration_dir.rglob("probes.sqlite")):
-        with ProbeStore(path, busy_timeout_s=2.0, read_only=True) as store:  # committed: read, never switched to WAL
-            for r in store.list_records():
-                seen[(r.campaign_id, r.config, r.started_at)] = r
-    for path in sorted(calibration_dir.rglob("records.jsonl")):
-        for line in path.read_text(encoding="utf-8").splitlines():
-            if line.strip():
-                try:
-                    r = ProbeRecord.model_validate_json(line)
-                except ValueError:
-                    continue
-                key = (r.campaign_id, r.config, r.started_at)
-                if r.host is None and key in seen and seen[key].host is not None:
-                    r = r.model_copy(update={"host": seen[key].host})  # records.jsonl leaves the host to the store
-                seen[key] = r
-    return list(seen.values())
-
-
 def _by_method(figures: dict) -> str:
     """``{"suffix": 0.0988, "ngram": 0.2152}`` as ``suffix 0.099, n-gram 0.215`` (the text output's form)."""
     return ", ".join(f"{'n-gram' if m == 'ngram' else m} {v:.3f}" for m, v in figures.items())
-
-
-def own_output_replays(calibration_dir, *, live: bool | None = None) -> dict:
-    """Own-output K̄ of every committed real-weight run folder (``records.jsonl`` + ``responses-vanilla-*``):
-    the vanilla boot's outputs replayed offline (advisor.kbar.runs), keyed by (campaign, config,
-    started_at) of the speculative record it stands in for, as {"k_bar", "source"}.
-
-    Replayed here when the method's replay can run (suffix needs Arctic Inference; both need the
-    model's tokenizer unless the responses carry vLLM's token ids); otherwise the committed
-    ``replay.json`` beside the records (calibration/gpu_real/replay_own.py, the same code) is read.
-    ``live=False`` forces the committed files (the test that checks they agree uses both)."""
-    from pathlib import Path
-
-    from advisor.errors import AdvisorError
-    from advisor.kbar import runs
-    from advisor.kbar.replay import arctic_available
-
-    out: dict[tuple, dict] = {}
-    for rec_path in sorted(Path(calibration_dir).rglob("records.jsonl")):
-        run = rec_path.parent
-        if not any(run.glob("responses-vanilla-*.jsonl*")):  # .jsonl or .jsonl.gz
-            continue
-        try:
-            records = runs.read_records(run)
-        except (OSError, ValueError):
-            continue
-        specs = [r for r in records if r.get("config", "").split(":")[0] in runs.REPLAYED and r.get("weights") == "real"]
-        if not specs:
-            continue
-        rel = str(run.relative_to(Path(calibration_dir).parent)) if run.is_relative_to(Path(calibration_dir).parent) else str(run)
-        tok, why_not = None, None
-        model = specs[0].get("model") or ""
-        local = Path(calibration_dir).parent / ".cache" / "models" / model.rstrip("/").rsplit("/", 1)[-1]
-        try:
-            from advisor.kbar.tokenize import load_tokenizer
-
-            tok = load_tokenizer(str(local) if local.is_dir() else model, allow_fallback=False)
-        except (AdvisorError, OSError, ValueError) as exc:
-            why_not = f"tokenizer of {model} not here ({exc})"
-        committed = {}
-        replay_file = run / "replay.json"
-        if replay_file.is_file():
-            rows = json.loads(replay_file.read_text())["rows"]
-            groups = runs.by_config(specs)
-            seen: dict[str, int] = {}
-            for row in rows:  # replay_own.py lists each configuration's records in file order
-                i = seen[row["config"]] = seen.get(row["config"], -1) + 1
-                group = groups.get(row["config"]) or []
-                if i < len(group) and group[i].get("tokens_per_step") == row["measured"]["tokens_per_step"]:
-                    committed[(row["config"], i)] = row["own"]["tokens_per_step"]
-        for method in ("suffix", "ngram"):
-            can = tok is not None and (method == "ngram" or arctic_available())
-            if live is False:
-                can = False
-            live_rows = {}
-            if can:
-                seen = {}
-                for row in runs.own_rows(run, tok, methods=(method,)):
-                    i = seen[row["config"]] = seen.get(row["config"], -1) + 1
-                    live_rows[(row["config"], i)] = row["own"]["tokens_per_step"]
-            for cfg, group in runs.by_config(specs).items():
-                if cfg.split(":")[0] != method:
-                    continue
-                for i, r in enumerate(group):
-                    key = (r["campaign_id"], cfg, r["started_at"])
-                    if (cfg, i) in live_rows:
-                        out[key] = {"k_bar": live_rows[(cfg, i)], "source": f"replayed now ({rel}, advisor.kbar.runs)"}
-                    elif (cfg, i) in committed:
-                        why = "asked for" if live is False else why_not or "Arctic Inference not installed"
-                        out[key] = {"k_bar": committed[(cfg, i)], "source": f"committed {rel}/replay.json ({why})"}
-    return out
 
 
 @app.command("calibrate")
@@ -450,37 +178,11 @@ def calibrate_cmd(
 
     profile_of = default_profile_of(settings())
     if evaluate:
-        from advisor.plan.evaluate_product import evaluate_product
-        from advisor.plan.recommend import fact_names
-        from advisor.predict.dataset import seed_observations
-        from advisor.predict.evaluate import evaluate as run_eval
-        from advisor.predict.evaluate import lomo_fits
-        from advisor.rules.loader import load_rules
+        from advisor.calibrate.suite import evaluate_all
 
-        obs = seed_observations(replicates=True)
-        fits = lomo_fits(profile_of, obs)
-        res = run_eval(profile_of, observations=obs, fits=fits)
-        rules = load_rules(settings().rules_dirs, facts=fact_names())
-        res["lomo"]["product"] = evaluate_product(profile_of, observations=obs, fits=fits, rules=rules)
-        res["lomo"]["product_own_build"] = evaluate_product(profile_of, observations=obs, fits=fits, rules=rules, own_build=True)
-        res["gpu_steps"] = _gpu_steps(profile_of, run_eval)
-        res["gpu_memory"] = _gpu_memory(profile_of)
-        from advisor.paths import data_path
-        from advisor.predict import host_infer, published, real_probes
+        from advisor.calibrate.real_probes import MISS_NOISE_Z
 
-        res["published"] = published.evaluate(data_path("calibration"), profile_of)
-        committed = calibration_records(data_path("calibration"))
-        real = host_infer.serving_real_fit(data_path("calibration"), profile_of, reader_with_hosts(committed))
-        held_out = {c: v["profile"]["id"] for c, v in real.get("leave_one_corpus_out", {}).items()}
-        res["real_probes"] = real_probes.evaluate(committed, data_path("calibration"), profile_of,
-                                                  own_kbar=own_output_replays(data_path("calibration")),
-                                                  held_out_hosts=held_out)  # fmt: skip
-        res["host_profiles"] = {"seed_inferred": host_infer.infer(obs, profile_of)["best"],
-                                "profiles": [p.model_dump() for p in host_infer.hp.listed()],
-                                "probe_check": _probe_check(profile_of),
-                                "serving_real_fit": real,
-                                "serving_fit": host_infer.serving_fit(data_path("calibration"), profile_of, read_jsonl_records)}
-        res["mtp"] = _mtp_check(data_path("calibration"), profile_of)
+        res = evaluate_all(profile_of, settings().rules_dirs)
         if json_out:
             emit_json(res)
         else:
@@ -536,16 +238,19 @@ def calibrate_cmd(
             for miss in rp.get("misses") or []:
                 print(f"  missed: {miss['corpus']} at {miss['concurrency']}: chose {miss['chosen']}, {miss['best']} measured "
                       f"x{math.exp(miss['margin_ln']):.2f} better over {miss['passes']} pass(es)"
-                      + (f" (within the noise: {real_probes.MISS_NOISE_Z:g} standard errors are x{math.exp(miss['noise_bound_ln']):.2f})"
+                      + (f" (within the noise: {MISS_NOISE_Z:g} standard errors are x{math.exp(miss['noise_bound_ln']):.2f})"
                          if miss["within_noise"] else ""))  # fmt: skip
         return
-    from advisor.predict.refit import refit_report
+    from advisor.calibrate.refit import refit_report
 
     records, where = _store_records()
     report = refit_report(records, profile_of, store=where)
     for line in report["skipped"]:
         print(f"warning: {line}", file=sys.stderr)
-    report["host_profiles"] = _store_host_profiles(records, profile_of)
+    from advisor.calibrate.suite import store_host_profiles
+    from advisor.predict.host_profile import USER_FILE
+
+    report["host_profiles"] = store_host_profiles(records, profile_of, settings().data_dir / USER_FILE)
     from advisor.probe import hostcpu
 
     report["host_cpu"] = hostcpu.summary(records)

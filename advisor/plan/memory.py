@@ -2,7 +2,7 @@
 
 Pure functions over ``ModelProfile``, ``GpuSpec`` and ``Decision``. The terms and their sources are
 in :mod:`advisor.plan.memory_terms`; the model is written up in docs/memory.md. Rerun the table
-there with ``python -m advisor.plan.memory_cli MODEL --gpu B200 --gpus 8 --gmu 0.85 --k 32 --k 0``.
+there with ``python -m advisor.calibrate.memory_cli MODEL --gpu B200 --gpus 8 --gmu 0.85 --k 32 --k 0``.
 """
 
 from __future__ import annotations

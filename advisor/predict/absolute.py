@@ -183,7 +183,7 @@ def mtp_gain(p: ModelProfile, gpu: GpuSpec, lay: ReplicaLayout, seqs: int, conte
 
     Drafting, per drafter class (``eager``: ``VllmFacts.mtp_eager_drafters``, no torch.compile; else compiled):
     the host profile's MEASURED cost of an MTP step over a plain one, first draft and each further draft
-    (``HostProfile.mtp_costs``, advisor.predict.mtp_cost: GLM-4.5's eager drafter 6.1 + 3.5 ms, DeepSeek-V3's
+    (``HostProfile.mtp_costs``, advisor.calibrate.mtp_cost: GLM-4.5's eager drafter 6.1 + 3.5 ms, DeepSeek-V3's
     compiled one 3.5 + 0.9 ms on the H200 serving host), carried from the profiles that measured the class where this
     host's did not (ASSUMED within x2, in the band). The step is max(the modelled verification at 1 + k tokens + the
     GPU draft, the plain step + that cost). A class no profile measured, or ``gpu_only`` (the held-out check's

@@ -77,14 +77,14 @@ class HostProfile(BaseModel):
     draft forward is host-bound Python work): seconds the step costs over the verification step of the main model
     at 1 + K tokens, for the first draft and for each further one (per step, whatever the batch: the measured cost
     did not grow with concurrency 1-32). MEASURED from ``mtp:1`` / ``mtp:3`` probes against vanilla
-    (advisor.predict.mtp_cost); 0: not measured here (carried from the profiles that measured it)."""
+    (advisor.calibrate.mtp_cost); 0: not measured here (carried from the profiles that measured it)."""
     mtp_compiled_step_s: float = Field(default=0.0, ge=0.0, le=MAX_COST_S)
     mtp_compiled_per_draft_s: float = Field(default=0.0, ge=0.0, le=MAX_COST_S)
     """The same for a drafter vLLM compiles (every MTP drafter not in ``VllmFacts.mtp_eager_drafters``:
     DeepSeek-V3/R1, Qwen3-Next): compiled and graph-captured, its step still pays the proposer's per-step host work
     (drafter inputs and attention metadata, the sampled ids' round trip) before the first draft; each further draft is
     one more drafter forward. MEASURED from ``mtp:1`` / ``mtp:2`` / ``mtp:3`` probes against vanilla
-    (advisor.predict.mtp_cost); 0: not measured here (carried from the profiles that measured it, else the drafter is
+    (advisor.calibrate.mtp_cost); 0: not measured here (carried from the profiles that measured it, else the drafter is
     priced as GPU work alone, ASSUMED)."""
     role: Literal["host", "exact", "reference"] = "host"
     """``host``: matched to a user's host by fingerprint, else by GPU; ``exact``: matched only when GPU, CPU
@@ -138,7 +138,7 @@ def run_sigma_of(ids, method: Method = "suffix") -> float:
 
 
 def register(profile: HostProfile) -> None:
-    """Add a profile for this process (a candidate being scored by advisor.predict.host_infer)."""
+    """Add a profile for this process (a candidate being scored by advisor.calibrate.host_infer)."""
     _REGISTERED[profile.id] = profile
 
 

@@ -3,10 +3,10 @@
 - K–R plane: every seed row and probe observation as (R, K̄) through the predictor's dataset
   (:func:`advisor.predict.kbar_prior.implied_kbar`: K̄ = gain × R(K̄), or the measured K̄ of a probe)
   and the step-cost model's R at that K̄ (the same call ``_solve_kbar`` makes).
-- Predicted vs measured: the leave-one-model-out rows of :func:`advisor.predict.evaluate.evaluate`
+- Predicted vs measured: the leave-one-model-out rows of :func:`advisor.calibrate.evaluate.evaluate`
   (kept with the seed's K–R points as JSON under the data dir's ``cache/``, keyed by content like the
   calibrated model, because 10 fits take seconds), probes predicted by the seed-only fit (out of
-  sample), and the GPU step grid of :func:`advisor.predict.gpu_steps.evaluate` (R predicted vs measured).
+  sample), and the GPU step grid of :func:`advisor.calibrate.gpu_steps.evaluate` (R predicted vs measured).
 - Memory: :func:`advisor.plan.memory.plan_memory` terms for the chosen decision and its alternatives.
 """
 
@@ -121,7 +121,7 @@ def _cache_key() -> str:
 
 def seed_evidence(profile_of: ProfileFn, cache_dir: Path | None, progress: Callable[[str], None] | None = None) -> dict:
     """``{"lomo": evaluate(), "seed_kr": [KRPoint], "grid": gpu_steps.evaluate()}``: the
-    leave-one-model-out evaluation of :func:`advisor.predict.evaluate.evaluate` (10 fits: seconds),
+    leave-one-model-out evaluation of :func:`advisor.calibrate.evaluate.evaluate` (10 fits: seconds),
     the seed's K–R points and the GPU step grid's evaluation (a grid search per held-out
     concurrency), kept as JSON under ``cache_dir`` by content (any change to the data or the code
     recomputes them)."""
@@ -132,7 +132,7 @@ def seed_evidence(profile_of: ProfileFn, cache_dir: Path | None, progress: Calla
             return {"lomo": data["lomo"], "seed_kr": [KRPoint.model_validate(p) for p in data["seed_kr"]], "grid": data["grid"]}
         except (OSError, ValueError, KeyError, TypeError):
             pass  # a corrupt cache is recomputed, never trusted
-    from advisor.predict.evaluate import evaluate
+    from advisor.calibrate.evaluate import evaluate
 
     res = {"lomo": evaluate(profile_of, progress=progress), "seed_kr": seed_kr(profile_of), "grid": gpu_grid(profile_of)}
     if path is not None:
@@ -159,7 +159,7 @@ def median_abs_log(pairs: list[tuple[float, float]]) -> float | None:
 
 def gpu_grid(profile_of: ProfileFn) -> dict:
     from advisor.paths import data_path
-    from advisor.predict import gpu_steps
+    from advisor.calibrate import gpu_steps
 
     return gpu_steps.evaluate(data_path("calibration"), profile_of)
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 import statistics
 
+from advisor.calibrate import manifests
 from advisor.hardware.gpus import get_gpu
 from advisor.predict import host_profile as hp
 from advisor.predict import kbar_prior as kp
@@ -111,7 +112,7 @@ class _Pair:
 
 def probe_pairs(records, methods: tuple[str, ...] = ("suffix", "ngram")) -> dict[str, list[_Pair]]:
     """{host fingerprint: pairs}: ok vanilla + ``METHOD:K`` runs (``methods``: suffix and n-gram, the CPU proposers;
-    advisor.predict.mtp_cost asks for ``mtp``) of one campaign on a GPU (dummy weights welcome: only the step cost
+    advisor.calibrate.mtp_cost asks for ``mtp``) of one campaign on a GPU (dummy weights welcome: only the step cost
     is read from them, through R = tokens per step / gain)."""
     prefixes = tuple(f"{m}:" for m in methods)
     by: dict[str, list] = {}
@@ -207,7 +208,7 @@ def profile_for_record(model: str, profile_of: ProfileFn):
     """The profile of a probed model: its id, or (for a directory on the GPU machine, e.g.
     ``/root/probe-models/Llama-3.1-8B-Instruct``) the catalog id its folder name is known by."""
     from advisor.errors import AdvisorError
-    from advisor.predict.gpu_steps import MODEL_IDS
+    from advisor.calibrate.gpu_steps import MODEL_IDS
 
     try:
         return profile_of(model)
@@ -381,12 +382,12 @@ def probe_check(pairs: list[_Pair], profile_of: ProfileFn, build: str) -> list[d
     return out
 
 
-SERVING_CAMPAIGN = "gpu_real/h200-vllm0.26.0"
-"""The H200 serving campaign under calibration/ (calibration/gpu_real/README.md)."""
-SERVING_FIT = ("l8-dummy", "l8-dummy-noasync")
-"""Its folders the ``serving-dummy`` reference profile is fitted on (Llama-3.1-8B shape, dummy weights)."""
-SERVING_CHECK = ("smol-r1", "smol-r2")
-"""Its folders held out to check it (SmolLM2-135M-Instruct, real weights, two passes)."""
+SERVING_CAMPAIGN = manifests.root("serving_campaign")
+"""calibration/manifests.yaml ``serving_campaign``."""
+SERVING_FIT = manifests.folders("serving_fit")
+"""calibration/manifests.yaml ``serving_fit``."""
+SERVING_CHECK = manifests.folders("serving_check")
+"""calibration/manifests.yaml ``serving_check``."""
 
 
 def _check(pairs: list[_Pair], profile_of: ProfileFn, name: str) -> dict:
@@ -444,24 +445,12 @@ def serving_fit(calibration_dir, profile_of: ProfileFn, read) -> dict:
             "held_out": held_out}
 
 
-SERVING_REAL_FIT = ("smol-r1", "smol-r2", "smol-k", "smol-g", "smol-h", "smol-h2", "smol-h3", "smol-h4", "smol-h5",
-                    "smol-h6", "smol-h7", "smol-i1", "smol-j1", "smol-j2", "smol-j3", "smol-j4", "smol-j5", "smol-j6",
-                    "smol-j7", "smol-j8", "smol-m1", "smol-m2", "smol-m3", "smol-n1", "smol-n3", "smol-q1",
-                    "smol-q2", "smol-q3")
-"""The real-weight `vllm serve` folders of the H200 campaign the ``h200-vllm0.26.0-serving`` row is fitted on
-(SmolLM2-135M-Instruct: vanilla, suffix:4, suffix:32, ngram:4; humaneval and ShareGPT; concurrency 1 to 128 over
-campaigns 1-6, up to seven fresh boots of one load (smol-h4..h7: suffix:32 only, paired with smol-h4's vanilla of
-the same campaign), and the vanilla/suffix:32 passes of campaigns 5-6 (smol-i1, smol-j1..j8: humaneval c32, ShareGPT
-c16 and c64, each suffix boot against the vanilla boot just before it), and campaign 7's (smol-m1..m3: smol-h3's
-settings with ngram:4 again; smol-n1, smol-n3: campaign 6's unpinned passes; smol-n2 was cut off by a lost machine
-before its first load), and campaign 8's (smol-q1..q3: vanilla, ngram:4, ngram:16, suffix:32 at concurrency 4, 32
-and 128); smol-g's ngram_gpu:4 runs are not CPU-proposer
-pairs and are left out by probe_pairs)."""
-SERVING_REAL_ASYNC = ("smol-noasync", "smol-noasync-w")
-"""Its vanilla runs with ``--no-async-scheduling`` (the async-off share)."""
-SERVING_DUMMY_WARM = ("l8-dummy-k", "l8-g")
-"""Warmed dummy-weight runs of the Llama-3.1-8B shape on the same host (vanilla, suffix:32, suffix:4, ngram:8):
-what a user's ``--dummy-weights`` probe measures, checked against the real-weight pairs."""
+SERVING_REAL_FIT = manifests.folders("serving_real_fit")
+"""calibration/manifests.yaml ``serving_real_fit``."""
+SERVING_REAL_ASYNC = manifests.folders("serving_real_async")
+"""calibration/manifests.yaml ``serving_real_async``."""
+SERVING_DUMMY_WARM = manifests.folders("serving_dummy_warm")
+"""calibration/manifests.yaml ``serving_dummy_warm``."""
 
 
 def probed_profile_of(calibration_dir, profile_of: ProfileFn) -> ProfileFn:

@@ -26,7 +26,7 @@ GOAL_MEDIAN_ABS_LOG = 0.15
 
 
 def _profile(model: str, profile_of, calibration_dir: Path):
-    from advisor.predict.host_infer import probed_profile_of, profile_for_record
+    from advisor.calibrate.host_infer import probed_profile_of, profile_for_record
 
     return profile_for_record(model, probed_profile_of(calibration_dir, profile_of))
 

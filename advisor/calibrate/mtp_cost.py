@@ -18,17 +18,15 @@ GPU-only drafter predicts (one MTP layer's share of the roofline, ``absolute.mtp
 
 from __future__ import annotations
 
+from advisor.calibrate import manifests
 import math
 import statistics
 from collections import defaultdict
 
-MTP_EAGER_FIT = ("glm-p1", "glm-p2")
-"""Folders under calibration/gpu_real/h200-vllm0.26.0/ (campaign 9, calibration/gpu_real/README.md): a GLM-4.5-Air
-shape cut to 12 decoder layers (its MTP layer kept), dummy weights, vanilla / mtp:1 / mtp:3, ShareGPT text at
-concurrency 1, 8 and 32, two passes, each in fresh boots."""
-MTP_COMPILED_FIT = ("ds-p1", "ds-p2", "ds-p3", "ds-p4")
-"""The same for a compiled drafter (campaign 10): a DeepSeek-V3 shape cut to 4 decoder layers (3 dense + 1 MoE, its
-MTP layer kept, bf16), dummy weights, vanilla / mtp:1 / mtp:3 in three passes and vanilla / mtp:2 in a fourth."""
+MTP_EAGER_FIT = manifests.folders("mtp_eager_fit")
+"""calibration/manifests.yaml ``mtp_eager_fit``."""
+MTP_COMPILED_FIT = manifests.folders("mtp_compiled_fit")
+"""calibration/manifests.yaml ``mtp_compiled_fit``."""
 FIT_FOLDERS = {"eager": MTP_EAGER_FIT, "compiled": MTP_COMPILED_FIT}
 
 
@@ -40,7 +38,7 @@ def step_ms(r) -> float:
 def points(records) -> list[dict]:
     """One point per ``mtp:K`` run, paired with its pass's vanilla (``host_infer.probe_pairs``: the same campaign, the
     latest vanilla started before it), R the step-time ratio the pair measured."""
-    from advisor.predict.host_infer import probe_pairs
+    from advisor.calibrate.host_infer import probe_pairs
 
     pairs = [p for ps in probe_pairs(records, methods=("mtp",)).values() for p in ps]
     return [{"run": p.suf.log_path.rsplit("/", 2)[-2] if p.suf.log_path else p.suf.campaign_id,

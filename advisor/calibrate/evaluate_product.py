@@ -4,7 +4,7 @@ For every scored seed row (model, corpus, host state) this runs :func:`advisor.p
 itself — the bundled rules, the layout search and :func:`advisor.plan.choose.choose` with the policy
 table's P(win) band, the measured-gain override and the memory planner: the decision ``advisor
 recommend`` prints — with the predictor fitted without any row of that model
-(``advisor.predict.evaluate.lomo_fits``), on the seed's host (8 x B200, host state as the row) and
+(``advisor.calibrate.evaluate.lomo_fits``), on the seed's host (8 x B200, host state as the row) and
 traffic (the row's corpus, concurrency 32). Whether suffix decoding is launched (at whichever
 layout the search chose) is then scored like the predictor-only policy: throughput of the chosen
 option / the better of suffix and vanilla; a launched MTP or n-gram counts as "not suffix" (the
@@ -28,8 +28,8 @@ from advisor.plan.planner import planner
 from advisor.plan.recommend import recommend
 from advisor.predict.api import predict
 from advisor.predict.dataset import Observation, ProfileFn, SEED_GPU, seed_observations
-from advisor.predict.evaluate import STATES, lomo_fits
-from advisor.predict.score import score
+from advisor.calibrate.evaluate import STATES, lomo_fits
+from advisor.calibrate.score import score
 from advisor.rules.loader import load_rules
 
 

@@ -33,6 +33,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
+from advisor.calibrate import manifests
 from advisor.hardware.gpu_detect import gpu_name_for_specs
 from advisor.hardware.gpus import get_gpu
 from advisor.model.schema import ModelProfile
@@ -40,16 +41,10 @@ from advisor.predict.dataset import ProfileFn
 from advisor.predict import host_profile as hp
 from advisor.predict import stepcost as sc
 
-GRID_DIR = "gpu_steps"
-"""Folder under ``calibration/`` holding one sub-folder per measured host and vLLM version."""
-MODEL_IDS = {
-    "Llama-3.1-8B-Instruct": "meta-llama/Llama-3.1-8B-Instruct",
-    "Qwen2.5-32B-Instruct": "Qwen/Qwen2.5-32B-Instruct",
-    "Qwen3-30B-A3B": "Qwen/Qwen3-30B-A3B",
-    "DeepSeek-V2-Lite": "deepseek-ai/DeepSeek-V2-Lite",
-    "Qwen2.5-7B-Instruct": "Qwen/Qwen2.5-7B-Instruct",
-}
-"""gridbench's model labels (directory names on the GPU machine) -> bundled catalog ids."""
+GRID_DIR = manifests.root("gpu_steps_dir")
+"""calibration/manifests.yaml ``gpu_steps_dir``."""
+MODEL_IDS = manifests.labels("gpu_steps_model_ids")
+"""calibration/manifests.yaml ``gpu_steps_model_ids``."""
 FIT_A_GRID = [i * 0.25e-3 for i in range(0, 41)]
 """Candidate SPEC_STEP_FIXED_S values (0-10 ms in 0.25 ms steps) for the fit."""
 FIT_B_GRID = [i * 10e-6 for i in range(0, 41)]

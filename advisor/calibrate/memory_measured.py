@@ -21,7 +21,7 @@ from advisor.hardware.gpus import get_gpu
 from advisor.domain.decision import Decision
 from advisor.plan.memory import plan_memory
 from advisor.predict.dataset import ProfileFn
-from advisor.predict.gpu_steps import GRID_DIR, MODEL_IDS, folder_gpu, grid_dirs, spec_method
+from advisor.calibrate.gpu_steps import GRID_DIR, MODEL_IDS, folder_gpu, grid_dirs, spec_method
 
 GOAL_KV_REL_ERR = 0.05
 """Issue goal: the planner's KV cache within 5 % of real vLLM's at K=0 and K=32."""

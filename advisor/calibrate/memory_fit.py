@@ -3,7 +3,7 @@
 ``SPEC_BYTES_PER_LAYER_HIDDEN`` (memory_terms) multiplies ``max_num_seqs x K x layers x hidden``.
 A model that booted bounds it from above (its KV cache must keep one max-length request); a model
 that did not boot bounds it from below (no block left). :func:`bracket` returns the interval the
-seed facts allow; ``python -m advisor.plan.memory_cli --calibration`` prints it.
+seed facts allow; ``python -m advisor.calibrate.memory_cli --calibration`` prints it.
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ import math
 from collections.abc import Iterable
 
 from advisor.predict.dataset import Observation
-from advisor.predict.score import score
+from advisor.calibrate.score import score
 
 FLIP_MARGIN = 0.10
 """|log gain| that counts as a clear win at both host states (≈ 10 %, above run-to-run noise)."""

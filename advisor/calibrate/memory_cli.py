@@ -1,4 +1,4 @@
-"""``python -m advisor.plan.memory_cli MODEL --gpu B200 --gpus 8 --gmu 0.85 --k 32 --k 0``: the terms table.
+"""``python -m advisor.calibrate.memory_cli MODEL --gpu B200 --gpus 8 --gmu 0.85 --k 32 --k 0``: the terms table.
 
 The I/O edge of the memory planner: resolves the model (``load_profile``) and the GPU, prints a
 Markdown table of the per-GPU terms, one column per K (docs/memory.md is generated with it).
@@ -44,7 +44,7 @@ def terms_table(plans: dict[str, MemoryPlan]) -> str:
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m advisor.plan.memory_cli", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python -m advisor.calibrate.memory_cli", description=__doc__.splitlines()[0])
     p.add_argument("model", nargs="?", help="HF id, bundled catalog id or path to a model directory / config.json")
     p.add_argument("--gpu", default="B200", help="GPU name from catalog/gpus.yaml")
     p.add_argument("--gpus", type=int, default=8, help="GPUs on the host (also the default TP)")
@@ -84,13 +84,13 @@ def calibration_table(args) -> str:
     from advisor.model.load import load_profile
     from advisor.plan import memory_terms as t
     from advisor.domain.decision import Decision
-    from advisor.plan.memory_fit import bound, bracket
+    from advisor.calibrate.memory_fit import bound, bracket
 
     gpu = get_gpu(args.gpu)
     d = Decision(speculative_method="suffix", num_speculative_tokens=32, gpu_memory_utilization=args.gmu,
                  tensor_parallel_size=args.tp or args.gpus, max_model_len=args.max_model_len,
                  cudagraph_mode=args.cudagraph_mode)
-    from advisor.plan.memory_fit import HYPOTHESES
+    from advisor.calibrate.memory_fit import HYPOTHESES
 
     profiles = [(load_profile(m), booted) for m, booted in SEED_OUTCOMES]
     lines: list[str] = []

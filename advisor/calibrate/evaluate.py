@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pydantic import BaseModel, ConfigDict
 
 from advisor.predict.dataset import Observation, ProfileFn, seed_observations
-from advisor.predict.score import score
+from advisor.calibrate.score import score
 
 STATES = ("OFF", "ON")
 
@@ -101,7 +101,7 @@ def evaluate(profile_of: ProfileFn, *, observations: list[Observation] | None = 
                 entry[state] = score(rows).model_dump()
         entry["rows"] = [r.model_dump(exclude={"model", "label"}) for r in results if r.model == m]
         out["per_model"][label] = entry
-    from advisor.predict.ceilings import ceilings
+    from advisor.calibrate.ceilings import ceilings
 
     out["ceilings"] = ceilings(scored)
     out["method"] = ("leave-one-model-out over the seed's models: fit on the others (priors re-derived), "
