@@ -1,10 +1,7 @@
-"""The drafter acceptance table is what its rebuild script makes of the frozen published rows, and the drafter
-methods read it (own head first, then another head for the same target, then the class prior)."""
+"""The drafter methods read the acceptance table (its rebuild from the frozen published rows: tests/test_tables.py) (own head first, then another head for the same target, then the class prior)."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 from advisor.methods import _drafted as dr
@@ -12,12 +9,6 @@ from advisor.model.drafter import load_drafter
 
 ROOT = Path(__file__).resolve().parent.parent
 L8 = "meta-llama/Llama-3.1-8B-Instruct"
-
-
-def test_shipped_table_is_what_the_script_builds():
-    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "rebuild_drafter_acceptance.py"), "--check"],
-                          capture_output=True, text=True)  # fmt: skip
-    assert proc.returncode == 0, proc.stderr
 
 
 def test_kbar_of_per_position_rates():
@@ -34,12 +25,6 @@ def test_acceptance_sources_in_order():
     draft = load_drafter("meta-llama/Llama-3.2-1B-Instruct")
     kb, spread, src, _ = dr.acceptance(draft, 3, None, L8)  # nothing published for a Llama draft model: the class prior
     assert "class prior" in src and spread >= dr.ACCEPTANCE_SPREAD and 1 < kb < 4
-
-
-def test_drafter_cost_table_is_what_the_fit_script_makes():
-    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "fit_drafter_costs.py"), "--check"],
-                          capture_output=True, text=True)  # fmt: skip
-    assert proc.returncode == 0, proc.stderr
 
 
 def test_measured_host_term_applies_on_its_host_and_is_carried_elsewhere():

@@ -28,7 +28,7 @@ def _entry(name: str, kind: str):
 
 
 def folders(name: str) -> tuple[str, ...]:
-    """The sub-folders of set ``name`` (in the file's order)."""
+    """The entries of set ``name`` under its root (sub-folders, or result files where the set says so), in the file's order."""
     return tuple(str(f) for f in _entry(name, "folders"))
 
 

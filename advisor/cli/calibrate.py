@@ -167,13 +167,74 @@ def _by_method(figures: dict) -> str:
     return ", ".join(f"{'n-gram' if m == 'ngram' else m} {v:.3f}" for m, v in figures.items())
 
 
-@app.command("calibrate")
+calibrate_app = typer.Typer(
+    help="Refit the K > R predictor with the probe store's records, evaluate it (--evaluate), or rebuild a shipped "
+    "calibration table from its committed inputs (rebuild TABLE).",
+    no_args_is_help=False,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+app.add_typer(calibrate_app, name="calibrate")
+
+
+@calibrate_app.command("rebuild")
+def rebuild_cmd(
+    table: str = typer.Argument(..., metavar="TABLE", help="A shipped table (see --list) or 'all'."),
+    check: bool = typer.Option(False, "--check", help="Compare a rebuild with the shipped files; write nothing; exit 1 when one differs."),
+    calibration_dir: str = typer.Option(None, "--calibration-dir", help="The calibration folder to read and write (default: the shipped one)."),
+    json_out: bool = JsonOpt,
+) -> None:
+    """Rebuild a shipped calibration table from the committed inputs it is made of (each table's builder:
+    advisor/calibrate/tables/), or check that the shipped files are exactly that rebuild. TABLE 'list' lists them."""
+    from pathlib import Path
+
+    from advisor.calibrate import tables
+    from advisor.paths import data_path
+
+    cal = Path(calibration_dir) if calibration_dir else data_path("calibration")
+    if table == "list":
+        rows = [{"table": n, "files": list(tables.outputs(n)), "holds": what, "inputs": tables.module(n).INPUTS}
+                for n, what in tables.TABLES.items()]  # fmt: skip
+        if json_out:
+            emit_json({"tables": rows})
+        else:
+            for r in rows:
+                print(f"{r['table']:<20} {', '.join(r['files'])}: {r['holds']}\n{'':<20} from {r['inputs']}")
+        return
+    names = list(tables.TABLES) if table == "all" else [table]
+    tables.module(names[0])  # an unknown name is a usage error before anything is built
+    out = []
+    for n in names:
+        if check:
+            diff = tables.differing(n, cal)
+            out.append({"table": n, "files": list(tables.outputs(n)), "differs": diff, "matches": not diff})
+        else:
+            written = tables.write(n, cal)
+            out.append({"table": n, "files": [str(p) for p in written], "written": True})
+    if json_out:
+        emit_json({"calibration_dir": str(cal), "check": check, "tables": out})
+    else:
+        for r in out:
+            if check:
+                print(f"{r['table']}: " + ("matches a rebuild" if r["matches"] else f"DIFFERS from a rebuild: {', '.join(r['differs'])} "
+                                           f"(advisor calibrate rebuild {r['table']} rewrites it)"))  # fmt: skip
+            else:
+                print(f"{r['table']}: wrote {', '.join(r['files'])}")
+    if check and any(not r["matches"] for r in out):
+        raise typer.Exit(1)
+
+
+@calibrate_app.callback(invoke_without_command=True)
 def calibrate_cmd(
+    ctx: typer.Context,
     evaluate: bool = typer.Option(False, "--evaluate", help="Leave-one-model-out evaluation on the seed sweep, with baselines."),
     json_out: bool = JsonOpt,
 ) -> None:
     """Refit the K > R predictor with the probe store's records on top of the seed sweep and show how
     its predictions for the probed configurations moved; or, with --evaluate, score it leave-one-model-out."""
+    if ctx.invoked_subcommand:
+        return
     from advisor.predict.dataset import default_profile_of
 
     profile_of = default_profile_of(settings())

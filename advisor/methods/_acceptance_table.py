@@ -1,5 +1,5 @@
 """Published per-position acceptance of drafters (calibration/drafter_acceptance.csv, rebuilt from
-calibration/published/eagle_draft_results.csv by scripts/rebuild_drafter_acceptance.py)."""
+calibration/published/eagle_draft_results.csv by advisor calibrate rebuild drafter_acceptance)."""
 
 from __future__ import annotations
 
@@ -72,7 +72,7 @@ def _pick(mine: list[AcceptanceRow], dataset_class: str | None) -> AcceptanceRow
 
 @functools.cache
 def drafter_costs() -> tuple[dict, ...]:
-    """calibration/drafter_costs.csv (scripts/fit_drafter_costs.py): per host profile, the host seconds of one drafter
+    """calibration/drafter_costs.csv (advisor calibrate rebuild drafter_costs): per host profile, the host seconds of one drafter
     forward, fixed and per sequence."""
     path = data_path("calibration") / "drafter_costs.csv"
     if not path.is_file():

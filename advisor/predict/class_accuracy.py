@@ -1,7 +1,7 @@
 """How well the step model is measured, per GPU and architecture class (pure; a small shipped table).
 
 ``calibration/class_accuracy.csv`` is rebuilt from the shipped real-vLLM step grids by
-``scripts/rebuild_class_accuracy.py`` (the lab: advisor.calibrate.gpu_steps.evaluate); nothing here is
+``advisor calibrate rebuild class_accuracy`` (the lab: advisor.calibrate.gpu_steps.evaluate); nothing here is
 typed in. Two things read it at run time:
 
 - the printed plain-step band note (advisor.plan.layout_wiring): the median and largest |ln(pred/meas)| of

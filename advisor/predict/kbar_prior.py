@@ -2,7 +2,7 @@
 
 A prior comes from ``calibration/kbar_priors.csv``: per corpus and family group, the K̄ that the
 seed sweep implies through the step-cost model (K̄ = gain × R, solved per row, geometric mean over
-rows; ``python -m advisor.predict.kbar_prior`` rewrites the file). A measured K̄
+rows; ``advisor calibrate rebuild kbar_priors`` rewrites the file). A measured K̄
 (``Workload.k_bar``, from ``advisor kbar`` on the user's trace or from probes) replaces it.
 Corpus shapes (prompt and output lengths, for the KV context a step reads) come from
 ``calibration/corpus_shapes.csv``.
@@ -186,7 +186,7 @@ class KbarChoice(BaseModel):
 PRIOR_MAX_TOKENS = 256
 """The output length (tokens generated per request, at most) the own-output priors are stated at: the H200
 runs' ``max_tokens``. A measurement at another length is carried to it by its own outputs' growth per doubling
-(calibration/kbar_length.py: K̄ replayed whole over K̄ replayed cut at half); SmolLM2's suffix K̄ on ShareGPT
+(advisor/calibrate/tables/kbar_length.py: K̄ replayed whole over K̄ replayed cut at half); SmolLM2's suffix K̄ on ShareGPT
 grows about 1.3x from 128 to 256 tokens (calibration/kbar_length.csv), humaneval's about 1.0-1.1x."""
 
 
@@ -207,7 +207,7 @@ dtype stay in the evidence file as that check, and are left out of the priors.""
 
 
 def derive_own(rows: list[dict], *, exclude_host: str | None = None) -> list[dict]:
-    """kbar_own_priors.csv rows from kbar_own_evidence.csv rows (calibration/kbar_own_priors.py writes
+    """kbar_own_priors.csv rows from kbar_own_evidence.csv rows (advisor/calibrate/tables/kbar_own_priors.py writes
     them; ``exclude_host``: leave that host's rows out, for the leave-one-host-out check): per corpus
     method and K (a K̄ measured at one K is never pooled with another K's), over the rows generated at SERVING_DTYPE: ``k_bar`` = median measured K̄, each carried to PRIOR_MAX_TOKENS output tokens
     (:func:`at_prior_length`); low / high = the lowest and highest, each scaled by its own-output replay's
@@ -529,15 +529,6 @@ def derive(implied: list[tuple[str, str, str, float]], source: str) -> list[Kbar
     return out
 
 
-def write(priors: list[KbarPrior], path: Path) -> None:
-    """Write priors as calibration/kbar_priors.csv."""
-    with path.open("w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=list(KbarPrior.model_fields))
-        w.writeheader()
-        for p in priors:
-            w.writerow(p.model_dump())
-
-
 _IMPLIED: dict[tuple, float] = {}
 
 
@@ -573,11 +564,3 @@ def implied_kbar_rows(observations: list[Observation], profile_of: ProfileFn | N
     """(model, corpus, family, implied K̄) for observations with a corpus."""
     profile_of = profile_of or default_profile_of()
     return [(o.model, o.corpus, o.family, implied_kbar(o, profile_of(o.model))) for o in observations if o.corpus]
-
-
-if __name__ == "__main__":  # pragma: no cover - maintenance entry point
-    from advisor.paths import data_path
-    from advisor.predict.dataset import seed_observations
-
-    rows = implied_kbar_rows(seed_observations())
-    write(derive(rows, "seed sweep calibration/sweep_b200.csv: K̄ = gain × R(stepcost) per row, both host states"), data_path("calibration") / PRIORS_FILE)

@@ -1,8 +1,7 @@
-#!/usr/bin/env python3
 """Per-corpus K̄ priors from real weights: vLLM's measured acceptance and the two offline replays.
 
-    python calibration/kbar_own_priors.py          # rewrites calibration/kbar_own_evidence.csv and
-                                                   # calibration/kbar_own_priors.csv
+    advisor calibrate rebuild kbar_own_priors [--check]   # calibration/kbar_own_evidence.csv and
+                                                          # calibration/kbar_own_priors.csv
 
 Evidence (one row per measured setting: host, corpus, configuration, concurrency):
 - ``calibration/real_cpu/run-*/results.json`` (``calibration/real_cpu/measure.py``: vLLM 0.32 on
@@ -12,7 +11,7 @@ Evidence (one row per measured setting: host, corpus, configuration, concurrency
 
 Each row has vLLM's measured K̄ (tokens per step), the own-output replay's (the vanilla run's
 outputs), the reference-response replay's, own / reference, and K̄'s growth per doubling of the output
-length on that load's own outputs (``calibration/kbar_length.csv``, calibration/kbar_length.py): the
+length on that load's own outputs (``calibration/kbar_length.csv``, advisor/calibrate/tables/kbar_length.py): the
 priors are stated at kbar_prior.PRIOR_MAX_TOKENS output tokens, each measured K̄ carried there with it. A prior per corpus and method:
 ``k_bar`` = median measured K̄ over the settings; ``k_bar_low``/``k_bar_high`` = the lowest and
 highest measured, each scaled by its own-output replay's 95% bootstrap interval over requests
@@ -26,54 +25,51 @@ Instruct, the only real checkpoint the project can run): say so wherever it is u
 from __future__ import annotations
 
 import csv
+import io
 import json
 import math
 import shlex
-import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from advisor.predict.kbar_prior import derive_own
 
-from advisor.predict.kbar_prior import derive_own  # noqa: E402
-
-HERE = Path(__file__).resolve().parent
-EVIDENCE = HERE / "kbar_own_evidence.csv"
-PRIORS = HERE / "kbar_own_priors.csv"
+OUTPUTS = ("kbar_own_evidence.csv", "kbar_own_priors.csv")
+INPUTS = "calibration/real_cpu/run-*/results.json, calibration/gpu_real/**/replay.json, calibration/kbar_length.csv"
 FIELDS = ["source", "host", "vllm", "dtype", "model", "corpus", "config", "method", "k", "concurrency", "max_tokens", "requests",
           "measured_k_bar", "own_k_bar", "own_same_run_k_bar", "reference_k_bar", "ln_own", "ln_reference",
           "measured_over_reference", "own_ci_low", "own_ci_high", "growth_per_doubling"]  # fmt: skip
-LENGTH = HERE / "kbar_length.csv"
 
 
-def _growth() -> dict[tuple, str]:
+def _growth(cal: Path) -> dict[tuple, str]:
     """{(source, corpus, config, concurrency): K̄'s growth per doubling of the output length} from
-    calibration/kbar_length.csv (calibration/kbar_length.py; several loads of one key: the first, in file order)."""
+    calibration/kbar_length.csv (advisor.calibrate.tables.kbar_length; several loads of one key: the first, in file order)."""
     out: dict[tuple, str] = {}
-    if LENGTH.is_file():
-        for r in csv.DictReader(LENGTH.open()):
+    length = cal / "kbar_length.csv"
+    if length.is_file():
+        for r in csv.DictReader(length.open()):
             out.setdefault((r["source"], r["corpus"], r["config"], int(r["concurrency"])), r["growth"])
     return out
 
 
-def _rows_cpu() -> list[dict]:
+def _rows_cpu(cal: Path) -> list[dict]:
     rows = []
-    for path in sorted(HERE.glob("real_cpu/run-*/results.json")):
+    for path in sorted(cal.glob("real_cpu/run-*/results.json")):
         res = json.loads(path.read_text())
         for corpus, body in res["corpora"].items():
             for cfg, r in body["configs"].items():
-                rows.append(_row(str(path.relative_to(HERE.parent)), "cpu (2 cores, this project's CI machine)", "0.32.0",
+                rows.append(_row(str(path.relative_to(cal.parent)), "cpu (2 cores, this project's CI machine)", "0.32.0",
                                  res["model"], corpus, cfg, res["concurrency"], res["max_tokens"], r,
                                  dtype=_dtype(shlex.split(res.get("extra_args") or ""))))  # fmt: skip
     return rows
 
 
-def _rows_gpu() -> list[dict]:
+def _rows_gpu(cal: Path) -> list[dict]:
     rows = []
-    for path in sorted(HERE.glob("gpu_real/**/replay.json")):
+    for path in sorted(cal.glob("gpu_real/**/replay.json")):
         res = json.loads(path.read_text())
         first = json.loads((path.parent / "records.jsonl").read_text().splitlines()[0])
         for r in res["rows"]:
-            rows.append(_row(str(path.relative_to(HERE.parent)), r.get("gpu") or "gpu", r.get("vllm_version") or "",
+            rows.append(_row(str(path.relative_to(cal.parent)), r.get("gpu") or "gpu", r.get("vllm_version") or "",
                              "SmolLM2-135M-Instruct", r["corpus"], r["config"], r["concurrency"], r["max_tokens"], r,
                              dtype=_dtype(first.get("command") or [])))  # fmt: skip
     return rows
@@ -105,25 +101,19 @@ def _r(x: float | None) -> float | None:
     return None if x is None else round(x, 4)
 
 
-def main(evidence: Path = EVIDENCE, priors_path: Path = PRIORS) -> int:
-    rows = _rows_cpu() + _rows_gpu()
-    growth = _growth()
+def _csv(rows: list[dict], fields: list[str]) -> str:
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fields, lineterminator="\n")
+    w.writeheader()
+    w.writerows(rows)
+    return buf.getvalue()
+
+
+def build(cal: Path) -> dict[str, str]:
+    """{file name: text} of the evidence table and the priors derived from it."""
+    rows = _rows_cpu(cal) + _rows_gpu(cal)
+    growth = _growth(cal)
     for r in rows:
         r["growth_per_doubling"] = growth.get((r["source"], r["corpus"], r["config"], int(r["concurrency"])), "")
-    with evidence.open("w", newline="") as fh:
-        w = csv.DictWriter(fh, FIELDS, lineterminator="\n")
-        w.writeheader()
-        w.writerows(rows)
     priors = derive_own(rows)  # the one derivation (advisor.predict.kbar_prior), also used leave-one-host-out
-    with priors_path.open("w", newline="") as fh:
-        w = csv.DictWriter(fh, list(priors[0]), lineterminator="\n")
-        w.writeheader()
-        w.writerows(priors)
-    if evidence == EVIDENCE:
-        for p in priors:
-            print(p)
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
+    return {OUTPUTS[0]: _csv(rows, FIELDS), OUTPUTS[1]: _csv(priors, list(priors[0]))}

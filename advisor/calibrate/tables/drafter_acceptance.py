@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Rebuild calibration/drafter_acceptance.csv from the frozen published rows
 (calibration/published/eagle_draft_results.csv): one row per (source, drafter, dataset) with the drafter's
 unconditional acceptance per draft position, as advisor.methods._acceptance_table reads it.
@@ -9,21 +8,18 @@ Two kinds of published figure give per-position rates, and nothing else is used:
   (the chain's position i is drafted only when K >= i; ASSUMED independent of K, as a chain drafter's position i is).
 No value is chosen, fitted or filtered by any prediction error.
 
-    python3 scripts/rebuild_drafter_acceptance.py            # rewrite the table
-    python3 scripts/rebuild_drafter_acceptance.py --check    # exit 1 when the shipped table differs
+    advisor calibrate rebuild drafter_acceptance [--check]
 """
 
 from __future__ import annotations
 
 import csv
 import io
-import sys
 from collections import defaultdict
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-SRC = ROOT / "calibration" / "published" / "eagle_draft_results.csv"
-OUT = ROOT / "calibration" / "drafter_acceptance.csv"
+OUTPUTS = ("drafter_acceptance.csv",)
+INPUTS = "calibration/published/eagle_draft_results.csv (frozen at 2a55cf5)"
 FIELDS = ["drafter", "target", "method", "dataset", "dataset_class", "rates", "derived_from", "source_id", "url"]
 
 
@@ -37,8 +33,8 @@ def dataset_class(name: str) -> str:
     return "chat"
 
 
-def build() -> list[dict]:
-    rows = list(csv.DictReader(SRC.open(newline="")))
+def rows(cal: Path) -> list[dict]:
+    rows = list(csv.DictReader((cal / "published" / "eagle_draft_results.csv").open(newline="")))
     out: list[dict] = []
     pos: dict[tuple, dict[int, float]] = defaultdict(dict)
     meta: dict[tuple, dict] = {}
@@ -90,17 +86,6 @@ def render(rows: list[dict]) -> str:
     return buf.getvalue()
 
 
-def main(argv: list[str]) -> int:
-    text = render(build())
-    if "--check" in argv:
-        same = OUT.is_file() and OUT.read_text() == text
-        if not same:
-            print(f"{OUT} differs from what {Path(__file__).name} builds: rerun it", file=sys.stderr)
-        return 0 if same else 1
-    OUT.write_text(text)
-    print(f"wrote {OUT} ({text.count(chr(10)) - 1} rows)")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+def build(cal: Path) -> dict[str, str]:
+    """{file name: text} of the table advisor.methods._acceptance_table reads."""
+    return {OUTPUTS[0]: render(rows(cal))}

@@ -1,14 +1,13 @@
-#!/usr/bin/env python3
 """How K̄ grows with the output length: each real-weight load's own outputs replayed whole and cut at half.
 
-    python calibration/kbar_length.py      # rewrites calibration/kbar_length.csv (needs Arctic Inference and
-                                           # .cache/models/SmolLM2-135M-Instruct: scripts/build_smollm2.py)
+    advisor calibrate rebuild kbar_length [--check]   # calibration/kbar_length.csv (needs Arctic Inference and
+                                                      # .cache/models/SmolLM2-135M-Instruct: scripts/build_smollm2.py)
 
-One row per speculative configuration and load of every evidence source of calibration/kbar_own_priors.py
+One row per speculative configuration and load of every evidence source of advisor.calibrate.tables.kbar_own_priors
 (``calibration/real_cpu/run-*/``, ``calibration/gpu_real/**/`` with a ``replay.json``): the vanilla run's own
 outputs for that load, replayed offline (advisor.kbar.runs.replay_boot, one fresh cache per load) as recorded
 (``own_full``, outputs of up to max_tokens) and cut at max_tokens // 2 (``own_half``); ``growth`` = own_full /
-own_half, K̄'s factor per doubling of the output length on this load. kbar_own_priors.py carries each measured K̄
+own_half, K̄'s factor per doubling of the output length on this load. kbar_own_priors carries each measured K̄
 to the priors' common output length with it (advisor.predict.kbar_prior.PRIOR_MAX_TOKENS): the CPU runs
 generated 128 tokens, the H200 runs 256, and SmolLM2's suffix K̄ on ShareGPT is about 1.3x higher at 256 than
 at 128 (it repeats itself in long answers), which a prior mixing the two without it would blur.
@@ -17,18 +16,22 @@ at 128 (it repeats itself in long answers), which a prior mixing the two without
 from __future__ import annotations
 
 import csv
+import io
 import json
-import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from advisor.errors import DataError
+from advisor.kbar import runs
 
-from advisor.kbar import runs  # noqa: E402
-
-HERE = Path(__file__).resolve().parent
-OUT = HERE / "kbar_length.csv"
+OUTPUTS = ("kbar_length.csv",)
+INPUTS = ("the vanilla responses of calibration/real_cpu/run-*/ and calibration/gpu_real/**/ (with a replay.json), "
+          "replayed offline (needs Arctic Inference and .cache/models/SmolLM2-135M-Instruct)")
 FIELDS = ["source", "corpus", "config", "concurrency", "max_tokens", "requests", "own_full", "own_half", "growth"]
-MODEL = HERE.parent / ".cache" / "models" / "SmolLM2-135M-Instruct"
+
+
+def model_dir(cal: Path) -> Path:
+    """SmolLM2-135M-Instruct's tokenizer, built by scripts/build_smollm2.py beside the checkout's calibration/."""
+    return cal.parent / ".cache" / "models" / "SmolLM2-135M-Instruct"
 
 
 def _row(source: str, corpus: str, config: str, conc: int, max_tokens: int, prs: list) -> dict:
@@ -40,11 +43,11 @@ def _row(source: str, corpus: str, config: str, conc: int, max_tokens: int, prs:
             "requests": len(prs), "own_full": round(full, 4), "own_half": round(cut, 4), "growth": round(full / cut, 4)}  # fmt: skip
 
 
-def rows_cpu(tok) -> list[dict]:
+def rows_cpu(cal: Path, tok) -> list[dict]:
     out = []
-    for path in sorted(HERE.glob("real_cpu/run-*/results.json")):
+    for path in sorted(cal.glob("real_cpu/run-*/results.json")):
         res = json.loads(path.read_text())
-        src = str(path.relative_to(HERE.parent))
+        src = str(path.relative_to(cal.parent))
         for corpus, body in res["corpora"].items():
             lines = [json.loads(x) for x in (path.parent / f"responses-{corpus}.jsonl").read_text().splitlines() if x.strip()]
             prs = runs.pairs(tok, [x for x in lines if x.get("config") == "vanilla"], res["max_tokens"])
@@ -53,10 +56,10 @@ def rows_cpu(tok) -> list[dict]:
     return out
 
 
-def rows_gpu(tok) -> list[dict]:
+def rows_gpu(cal: Path, tok) -> list[dict]:
     out = []
-    for path in sorted(HERE.glob("gpu_real/**/replay.json")):
-        run, src = path.parent, str(path.relative_to(HERE.parent))
+    for path in sorted(cal.glob("gpu_real/**/replay.json")):
+        run, src = path.parent, str(path.relative_to(cal.parent))
         groups = runs.by_config(runs.read_records(run))
         plain = {(r["corpus"], r["concurrency"]): r for r in groups.get("vanilla", [])}
         for cfg, recs in groups.items():
@@ -69,18 +72,18 @@ def rows_gpu(tok) -> list[dict]:
     return out
 
 
-def main(dest: Path = OUT) -> int:
+def build(cal: Path) -> dict[str, str]:
+    """{file name: text}: every load's growth, replayed now."""
+    from advisor.kbar.replay import arctic_available
     from advisor.kbar.tokenize import load_tokenizer
 
-    tok = load_tokenizer(str(MODEL))
-    rows = rows_cpu(tok) + rows_gpu(tok)
-    with dest.open("w", newline="") as fh:
-        w = csv.DictWriter(fh, FIELDS, lineterminator="\n")
-        w.writeheader()
-        w.writerows(rows)
-    print(f"{len(rows)} rows -> {dest}")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
+    if not model_dir(cal).is_dir() or not arctic_available():
+        raise DataError("kbar_length replays the committed runs: it needs Arctic Inference (scripts/install_arctic.sh) "
+                        f"and {model_dir(cal)} (scripts/build_smollm2.py)")
+    tok = load_tokenizer(str(model_dir(cal)))
+    rows = rows_cpu(cal, tok) + rows_gpu(cal, tok)
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, FIELDS, lineterminator="\n")
+    w.writeheader()
+    w.writerows(rows)
+    return {OUTPUTS[0]: buf.getvalue()}

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Fit the host work of one drafter forward (EAGLE-3 head) on a host profile from a campaign's measured steps, and
 write calibration/drafter_costs.csv (advisor.methods._drafted reads it).
 
@@ -7,8 +6,7 @@ work per forward) = K x (fixed + per_seq x C): the host side of each of the K dr
 loop: metadata, slot mapping, sampling of the draft), a constant and a part per sequence. Least squares over every
 EAGLE-3 point of the campaign (K x C). The draft-model points are NOT used: they check the term on another drafter.
 
-    python3 scripts/fit_drafter_costs.py           # rewrite the table from campaign 15 (H100, vLLM 0.26.0)
-    python3 scripts/fit_drafter_costs.py --check   # exit 1 when the shipped table differs
+    advisor calibrate rebuild drafter_costs [--check]   # from campaign 15 (H100, vLLM 0.26.0)
 """
 
 from __future__ import annotations
@@ -17,40 +15,39 @@ import csv
 import io
 import json
 import math
-import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from advisor.calibrate import manifests
 
-C15 = ROOT / "calibration" / "serving_bench" / "h100-vllm0.26.0-c15"
-OUT = ROOT / "calibration" / "drafter_costs.csv"
+OUTPUTS = ("drafter_costs.csv",)
+INPUTS = "calibration/manifests.yaml drafter_costs_fit (campaign 15: its EAGLE-3 steps and predictions.json)"
 FIELDS = ["host_profile", "gpu", "vllm", "forward_fixed_s", "forward_per_seq_s", "points", "rms_ln_step_before",
           "rms_ln_step_after", "source"]
 
 
-def _steps() -> dict:
+def _steps(c15: Path) -> dict:
     out = {}
-    for name in ("steps.jsonl", "c15b_steps.jsonl"):  # c15b after the first pass: its points replace the crashed ones
-        for line in (C15 / "results" / name).read_text().splitlines():
+    for name in manifests.folders("drafter_costs_fit"):  # c15b after the first pass: its points replace the crashed ones
+        for line in (c15 / name).read_text().splitlines():
             r = json.loads(line)
             out[r["spec"], r["conc"]] = r["step_ms"] / 1e3
     return out
 
 
-def fit() -> dict:
+def fit(cal: Path) -> dict:
     from advisor.hardware.gpus import get_gpu
     from advisor.methods import _drafted as dr
     from advisor.model.drafter import load_drafter
     from advisor.model.load import load_profile
     from advisor.predict.absolute import ReplicaLayout
 
-    pred = json.loads((C15 / "predictions.json").read_text())
+    c15 = cal / manifests.root("drafter_costs_fit")
+    pred = json.loads((c15 / "predictions.json").read_text())
     ctx = pred["context"]
     p, gpu = load_profile("meta-llama/Llama-3.1-8B-Instruct"), get_gpu("H100")
     lay = ReplicaLayout(tp=1, dp=1, ep=False)
     head = load_drafter("yuhuili/EAGLE3-LLaMA3.1-Instruct-8B")
-    steps = _steps()
+    steps = _steps(c15)
     xs, ys, before = [], [], []
     for (spec, c), meas in steps.items():
         if not spec.startswith("eagle3:"):
@@ -94,17 +91,6 @@ def render(row: dict) -> str:
     return buf.getvalue()
 
 
-def main(argv: list[str]) -> int:
-    text = render(fit())
-    if "--check" in argv:
-        ok = OUT.is_file() and OUT.read_text() == text
-        if not ok:
-            print(f"{OUT} differs from what {Path(__file__).name} fits: rerun it", file=sys.stderr)
-        return 0 if ok else 1
-    OUT.write_text(text)
-    print(text, end="")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+def build(cal: Path) -> dict[str, str]:
+    """{file name: text} of the table advisor.methods._drafted reads."""
+    return {OUTPUTS[0]: render(fit(cal))}
