@@ -251,6 +251,16 @@ def test_a_same_team_kbar_is_used_by_the_product_but_not_by_the_evaluation(monke
     assert other and all(t["suffix_k_bar"] == pytest.approx(3.5) and "[test-source]" in t["suffix_k_bar_source"] for t in other)
 
 
+def test_calibrate_evaluate_prints_held_out_beside_in_sample(evaluated, capsys):
+    from advisor.cli.calibrate import _print_published
+
+    _print_published(evaluated)
+    text = capsys.readouterr().out
+    assert "held out by team" in text and "in sample (same-team K̄)" in text
+    assert "median band x" in text and "other rows' median" in text and "always plain" in text
+    assert "derived  suffix" in text and "holdout_groups.yaml" in text
+
+
 def test_a_named_corpus_without_a_kbar_prior_gets_the_known_corpora_spread():
     """CNN/DailyMail has no K̄ figure for either method: its K̄ is the instruct group's fallback, and the prediction's
     interval carries the spread of every known corpus's K̄ (seed-implied 1.41 to the SuffixDecoding paper's SWE-Bench
