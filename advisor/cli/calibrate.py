@@ -151,15 +151,42 @@ def _print_gpu_memory(m: dict) -> None:
     print("\n".join(lines))
 
 
+def _published_line(m: str, v: dict, goal: dict | None = None) -> str:
+    """One method's published-rows score: point error, 90 % coverage with the median band width beside it, and the
+    trivial baselines on the same rows."""
+    bl = v["baselines"]
+    beats = [{"median_of_other_rows": "other rows' median"}.get(n, n.replace("_", " ")) for n, b in bl.items() if b["beaten"]]
+    line = (f"{m}: {v['rows']} rows, median |ln(pred/pub)| {v['median_abs_log']:.3f}, 90% interval holds {v['coverage_90']:.0%} "
+            f"at median band x{v['median_band_ratio']:.1f} (high/low), median ln(pred/pub) {v['median_log_pred_over_pub']:+.3f}; "
+            f"baselines: other rows' median {bl['median_of_other_rows']['median_abs_log']:.3f}, always plain "
+            f"{bl['always_plain']['median_abs_log']:.3f} (beats {', '.join(beats) or 'neither'})")  # fmt: skip
+    if goal is not None:
+        line += f" (goal <= {goal['median_abs_log']}, 80-95%: {'met' if v['meets_goal'] else 'NOT met'})"
+    return line
+
+
 def _print_published(pub: dict) -> None:
     if not pub.get("available"):
         print(f"\npublished results: {pub.get('reason')}")
         return
-    print(f"\npublished results ({', '.join(pub['sources'])}; {pub['method']}):")
+    teams = ", ".join(f"{t} ({g['gain_rows']} rows; its K̄ held out: {', '.join(g['kbar_rows_held_out']) or 'none of its own'})"
+                      for t, g in pub["groups"].items())  # fmt: skip
+    print(f"\npublished results ({', '.join(pub['sources'])}; teams {teams}; {pub['groups_file']}):")
+    print(f"  {pub['method']}:")
     for m, v in pub["by_method"].items():
-        print(f"  {m}: {v['rows']} rows, median |ln(pred/pub)| {v['median_abs_log']:.3f}, 90% interval holds "
-              f"{v['coverage_90']:.0%}, median ln(pred/pub) {v['median_log_pred_over_pub']:+.3f}"
-              f" (goal <= {pub['goal']['median_abs_log']}, 80-95%: {'met' if v['meets_goal'] else 'NOT met'})")
+        print(f"    {_published_line(m, v, pub['goal'])}")
+    print("  held out, apart by the K̄ the product prices each row with (quoted figure, DERIVED, none published):")
+    for kind, by in pub["by_kbar_kind"].items():
+        if kind != "note":
+            for m, v in by.items():
+                print(f"    {kind:<8} {_published_line(m, v)}")
+    ins = pub["in_sample"]
+    print(f"  {ins['label']} ({ins['method']}):")
+    for m, v in ins["by_method"].items():
+        print(f"    {_published_line(m, v, pub['goal'])}")
+    for kind, by in ins["by_kbar_kind"].items():
+        for m, v in by.items():
+            print(f"    {kind:<8} {_published_line(m, v)}")
 
 
 def _by_method(figures: dict) -> str:

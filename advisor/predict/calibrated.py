@@ -142,7 +142,7 @@ class CalibratedModel(BaseModel):
     prior of their corpus for instruct models where no own-output prior applies, on host profiles the
     fitted terms do not apply to and, on the fitted host, for corpora the seed priors have no row for
     (kbar_prior.published_prior); their band in the interval. Evaluation (c) leaves out the rows of the
-    source it predicts."""
+    team whose gain rows it predicts (calibration/published/holdout_groups.yaml)."""
 
     def kbar_for(self, inputs: RowInputs) -> tuple[float, str]:
         """K̄ at ``inputs.k``: measured or the prior (at the seed's K=32), carried to this K (kbar_at_k)."""

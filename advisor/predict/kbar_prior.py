@@ -320,7 +320,7 @@ class PublishedKbar(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     source: str
-    """Publication id: a gain row of calibration/published/ with the same id is the same source."""
+    """Publication id (its team, the unit evaluation (c) holds out: calibration/published/holdout_groups.yaml)."""
     url: str
     quote: str
     corpus: str
@@ -359,7 +359,7 @@ def published_prior(corpus: str | None, family: str, method: str = "suffix",
                     source: str | None = None) -> KbarChoice | None:  # fmt: skip
     """The published prior of ``method`` for ``corpus`` (from ``source`` only, when given), when the model
     is of the class it applies to (PUBLISHED_FAMILIES); else None. ``rows``: the table (None: the shipped
-    one; evaluation (c) passes it without the held-out source's rows)."""
+    one; evaluation (c) passes it without the held-out team's rows)."""
     if family not in PUBLISHED_FAMILIES or not corpus:
         return None
     table = published_kbars() if rows is None else rows
