@@ -1,5 +1,5 @@
 """calibration/gpu_real/cpu_join.py on the committed sixth campaign: the committed loads.csv is what it writes, and
-the spread figures the README and docs/predictor.md quote are what it prints (a published number from a command)."""
+the spread figures the README and docs/CHANGELOG.md quote are what it prints (a published number from a command)."""
 
 from __future__ import annotations
 
