@@ -5,8 +5,11 @@ every step the target verifies 1 + K tokens per sequence (a uniform query length
 decode path replays: vllm/v1/worker/gpu_model_runner.py uniform_decode), the rejection sampler runs over the K
 drafts, then the drafter runs K forwards: the first over every token the target just scheduled (1 + K per
 sequence: the accepted ones' hidden states feed it), the K - 1 others over one token per sequence, each ending in
-the drafter's LM head and a greedy pick. Async scheduling stays on (``VllmFacts.async_spec_methods``), so the host's
-per-step work overlaps the GPU as in a plain step.
+the drafter's LM head and a greedy pick. The host's per-step work is priced as overlapping the GPU, as in a plain
+step with async scheduling on. That holds for EAGLE heads (``VllmFacts.async_spec_methods``); for a draft model
+vLLM 0.26 turns async scheduling off ("Async scheduling not supported with draft_model-based speculative decoding",
+in every draft-model boot of campaigns 15-17), and the cost of that is NOT priced yet: campaign 17 measured the
+draft-model step 1.3-2.5 ms above what K forwards explain at K = 0 (calibration/serving_bench/h100-vllm0.26.0-c17).
 
 Every term is the target's step-cost physics (advisor.predict.stepcost) applied to the drafter's own profile:
 its weights streamed once per forward, its own KV read, its LM head over its (draft) vocabulary, its all-reduces
