@@ -159,7 +159,8 @@ def test_the_thresholds_live_in_the_policy_table():
     """No second copy of the bands or K's default in the decider's code."""
     from pathlib import Path
 
-    root = Path(__file__).resolve().parents[1] / "advisor" / "plan"
-    for name in ("recommend.py", "layout.py", "choose.py", "layout_wiring.py", "probe_plan.py", "evaluate_product.py"):
+    root = Path(__file__).resolve().parents[1] / "advisor"
+    for name in ("plan/recommend.py", "plan/layout.py", "plan/choose.py", "plan/layout_wiring.py", "plan/probe_plan.py",
+                 "calibrate/evaluate_product.py"):
         text = (root / name).read_text()
         assert not re.search(r"\b0\.30\b|\b0\.70\b|FLIP_|SUFFIX_THRESHOLDS|or 32\b|k_rules: int = 32", text), name

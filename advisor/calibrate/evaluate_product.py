@@ -28,7 +28,7 @@ from advisor.plan.planner import planner
 from advisor.plan.recommend import recommend
 from advisor.predict.api import predict
 from advisor.predict.dataset import Observation, ProfileFn, SEED_GPU, seed_observations
-from advisor.calibrate.evaluate import STATES, lomo_fits
+from advisor.calibrate.evaluate import STATES, lomo_fits, writeup_tree
 from advisor.calibrate.score import score
 from advisor.rules.loader import load_rules
 
@@ -81,13 +81,21 @@ def evaluate_product(profile_of: ProfileFn, *, observations: list[Observation] |
     rows: dict[str, list] = {s: [] for s in STATES}
     unsure: dict[str, int] = {s: 0 for s in STATES}
     by_fit: dict[str, int] = {s: 0 for s in STATES}
+    agree: dict[str, list[dict]] = {s: [] for s in STATES}
     for o in scored:
-        rec = product_recommendation(o, profile_of(o.model), fits[o.model], rules, own_build=own_build)
+        profile = profile_of(o.model)
+        rec = product_recommendation(o, profile, fits[o.model], rules, own_build=own_build)
         rows[o.host_state].append((o, rec.decision.speculative_method == "suffix"))
+        agree[o.host_state].append({"model": o.model, "corpus": o.corpus, "product_suffix": rec.decision.speculative_method == "suffix",
+                                    "writeup_tree_suffix": writeup_tree(o, profile.arch)})  # fmt: skip
         unsure[o.host_state] += rec.probe_plan is not None
         by_fit[o.host_state] += rec.probe_plan is not None and rec.probe_plan.why_kind == "fitted_terms"
     for state in STATES:
-        out[state] = score(rows[state]).model_dump() | {"unsure_rows": unsure[state], "unsure_by_fitted_factor": by_fit[state]}
+        same = [r for r in agree[state] if r["product_suffix"] == r["writeup_tree_suffix"]]
+        out[state] = score(rows[state]).model_dump() | {
+            "unsure_rows": unsure[state], "unsure_by_fitted_factor": by_fit[state],
+            "agrees_with_writeup_tree": len(same), "rows": len(agree[state]),
+            "differs_from_writeup_tree": [r for r in agree[state] if r not in same]}  # fmt: skip
     costs = ("the suffix-step costs of the build each row was measured on" if own_build else
              "as shipped: the host profile matched to the seed host by its GPU (CPU and vLLM unverified: interval widened by the known profiles' spread)")  # fmt: skip
     out["method"] = ("leave-one-model-out, scoring advisor recommend's own decision through choose() (bundled rules, "

@@ -420,6 +420,7 @@ def evaluate(calibration_dir: Path, profile_for: ProfileFn) -> dict:
         "plain_median_abs_log_step": _med(plain),
         "plain_median_abs_log_step_by_model": plain_by_model,
         "r_median_abs_log_before_refit": _med(_abs_log_r(before)),
+        "r_median_abs_log_baseline_r_equals_1": _med([abs(math.log(r.r_meas)) for r in shipped if r.r_meas and r.r_pred]),
         "r_median_abs_log_in_sample": _med(_abs_log_r(shipped)),
         "r_median_abs_log_leave_one_model_out": oos,
         "r_median_abs_log_leave_one_model_out_by_model": {

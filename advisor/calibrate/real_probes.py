@@ -199,7 +199,7 @@ def evaluate(records: list, calibration_dir: Path, profile_of, own_kbar: dict | 
                                         "median_predicted": round(statistics.median(b for _, b in pairs), 3),
                                         "median_abs_log_ratio": round(statistics.median(abs(math.log(b / a)) for a, b in pairs), 4)}  # fmt: skip
     top = modes["priors"]
-    return {"available": True, "campaigns": len(rows), "chosen_within_2pct_share": top["chosen_within_2pct_share"],
+    return {"available": True, "campaigns": len(rows), "baselines": baselines(rows), "chosen_within_2pct_share": top["chosen_within_2pct_share"],
             "median_abs_log_gain_error": top["median_abs_log_gain_error"],
             "median_abs_log_gain_error_by_method": top["median_abs_log_gain_error_by_method"],
             "modes": modes, "own_priors_leave_one_host_out": own_priors_leave_one_host_out(evidence),
@@ -212,6 +212,28 @@ def evaluate(records: list, calibration_dir: Path, profile_of, own_kbar: dict | 
                            "speculative runs' measured K̄ is never given to the predictor",
             "meets_goal": top["meets_goal"], "meets_goal_own_output_replay": modes["own_output_replay"]["meets_goal"],
             "not_scored": not_scored(records), "rows": rows, "skipped": skipped}  # fmt: skip
+
+
+def baselines(rows: list[dict]) -> dict:
+    """(b)'s trivial baselines over the scored settings' measured gains: how many settings plain decoding is the
+    measured best in (there "always plain" chooses within 2 % too), and the median |ln gain error| of predicting x1
+    for every speculative option, and of predicting each option's median measured gain on the other corpus (the
+    settings of another corpus, same configuration), beside the product's (mode 'priors')."""
+    best = [max(o["measured"] for o in r["options"].values()) for r in rows]
+    opts = [(r, c, v) for r in rows for c, v in r["options"].items() if c != "vanilla"]
+    other = []
+    for r, c, v in opts:
+        seen = [x["options"][c]["measured"] for x in rows if x["corpus"] != r["corpus"] and c in x["options"]]
+        if seen:
+            other.append(abs(math.log(statistics.median(seen) / v["measured"])))
+    return {"settings": len(rows),
+            "plain_measured_best": sum(r["options"]["vanilla"]["measured"] >= b for r, b in zip(rows, best)),
+            "always_plain_within_2pct": sum(r["options"]["vanilla"]["measured"] >= (1 - GOAL_WITHIN) * b for r, b in zip(rows, best)),
+            "options": len(opts),
+            "product_median_abs_log_gain_error": round(statistics.median(abs(math.log(v["predicted"] / v["measured"])) for _, _, v in opts), 4),
+            "x1_median_abs_log_gain_error": round(statistics.median(abs(math.log(v["measured"])) for _, _, v in opts), 4),
+            "other_corpus_median_abs_log_gain_error": round(statistics.median(other), 4) if other else None,
+            "other_corpus_options": len(other)}  # fmt: skip
 
 
 def not_scored(records: list) -> dict:

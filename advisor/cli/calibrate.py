@@ -64,6 +64,9 @@ def _print_evaluation(res: dict) -> None:
     prod = res["lomo"]["product"]
     lines += ["", f"  recommend rows in the 0.30-0.70 probe band (scored as launched without --probe): "
               f"OFF {prod['OFF']['unsure_rows']}, ON {prod['ON']['unsure_rows']}"]
+    lines += [f"  recommend's decision equals the hindsight writeup_tree's on OFF {prod['OFF']['agrees_with_writeup_tree']} of "
+              f"{prod['OFF']['rows']} rows, ON {prod['ON']['agrees_with_writeup_tree']} of {prod['ON']['rows']} (the rest: "
+              f"--json lomo.product.*.differs_from_writeup_tree)"]
     lines += ["", "  frac = throughput of the chosen option / better of suffix and vanilla, same host state"]
     print("\n".join(lines))
 
@@ -86,7 +89,7 @@ def _print_gpu_steps(g: dict) -> None:
              f"in sample {g['r_median_abs_log_in_sample']:.3f}, leave-one-concurrency-out "
              f"{g['r_median_abs_log_leave_one_concurrency_out']:.3f}",
              f"  R leave-one-model-out {g['r_median_abs_log_leave_one_model_out'] or float('nan'):.3f} (goal <= "
-             f"{goal['median_abs_log_r']}; per model: {lomo_by})",
+             f"{goal['median_abs_log_r']}; baseline R = 1: {g['r_median_abs_log_baseline_r_equals_1']:.3f}; per model: {lomo_by})",
              f"  R bias by class, leave-one-model-out: {bias} (goal |bias| <= {goal['class_bias']:.0%}): "
              f"goal {'met' if g['meets_goal'] else 'NOT met'}"
              + (f", biased: {', '.join(g['classes_biased_beyond_goal'])}" if g["classes_biased_beyond_goal"] else "")]
@@ -313,6 +316,13 @@ def calibrate_cmd(
                       f"|ln| {lo['median_abs_log_excess']}, R {lo['median_abs_log_r']} (GPU-only drafter: {lo['gpu_only_median_abs_log_r']})")  # fmt: skip
             rp = res["real_probes"]
             print("\nreal-weight probes: " + (f"{rp['campaigns']} setting(s)" if rp["available"] else rp["reason"]))
+            b = rp.get("baselines") or {}
+            if b:
+                print(f"  baselines: plain decoding measured best in {b['plain_measured_best']} of {b['settings']} settings "
+                      f"(always plain within 2% in {b['always_plain_within_2pct']}); gain error over {b['options']} speculative "
+                      f"options: product {b['product_median_abs_log_gain_error']:.4f}, predicting x1 "
+                      f"{b['x1_median_abs_log_gain_error']:.4f}, predicting the option's median on the other corpus "
+                      f"{b['other_corpus_median_abs_log_gain_error']:.4f}")
             for mode, m in (rp.get("modes") or {}).items():
                 if m["settings"]:
                     by = _by_method(m["median_abs_log_gain_error_by_method"])
