@@ -23,8 +23,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from advisor.errors import DataError, UsageError
 from advisor.kbar.formats import FORMATS, ReadStats, Sample, iter_samples
-from advisor.kbar.ngram import NgramConfig, lookup_bounds, replay_ngram
+from advisor.kbar.ngram import DEFAULT_NGRAM_K, NgramConfig, lookup_bounds, replay_ngram
 from advisor.kbar.replay import ReplayConfig, new_cache, replay
+from advisor.rules.policy import load_policy
 from advisor.vllm_facts import facts as _vllm
 from advisor.kbar.stats import (
     Counts,
@@ -250,7 +251,7 @@ def _settled(counts: Counts, target: float, level: float, seed: int) -> bool:
 def estimate_kbar(
     path: Path | str,
     tokenizer: KbarTokenizer | str | None = None,
-    k: int = 32,
+    k: int | None = None,
     *,
     method: str = "suffix",
     prompt_lookup_min: int | None = None,
@@ -279,7 +280,8 @@ def estimate_kbar(
 
     ``method``: ``suffix`` replays Arctic Inference's cache (advisor.kbar.replay); ``ngram`` replays
     vLLM's prompt-lookup proposer (advisor.kbar.ngram) with ``prompt_lookup_min``/``max`` (None:
-    vLLM's defaulting) and K = ``k``. ``config``: in a generation file holding several probe
+    vLLM's defaulting) and K = ``k``. ``k`` None: the method's default K (suffix: rules/policy/decider.yaml
+    ``num_speculative_tokens``; n-gram: advisor.kbar.ngram.DEFAULT_NGRAM_K). ``config``: in a generation file holding several probe
     configurations' outputs, replay this one's (None: the first one in the file).
 
     ``tokenizer``: a loaded ``KbarTokenizer``, or a spec for ``load_tokenizer`` (model id, model
@@ -306,6 +308,8 @@ def estimate_kbar(
     if method not in ("suffix", "ngram"):
         raise UsageError(f"--method must be suffix or ngram, not {method!r}")
     lookup = lookup_bounds(prompt_lookup_min, prompt_lookup_max)
+    if k is None:
+        k = DEFAULT_NGRAM_K if method == "ngram" else load_policy().num_speculative_tokens
     if method == "ngram":
         ngram_cfg = NgramConfig(num_speculative_tokens=k, prompt_lookup_min=lookup[0], prompt_lookup_max=lookup[1],
                                 max_model_len=max_model_len)  # fmt: skip

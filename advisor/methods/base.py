@@ -64,12 +64,12 @@ class MethodContext:
     suffix_at: Callable[[int, int, int], Any]
     """(TP, running sequences per replica, K) -> the calibrated suffix prediction there, or None (declined);
     cached, so methods priced on suffix's host profile or K̄ (n-gram, MTP) share one prediction."""
+    ngram_k_ref: int
+    """The suffix K whose prediction n-gram's K̄ is a share of (the rules' K, else the decider's)."""
     workload: Any = None
     """advisor.domain.workload.Workload (corpus, traffic file) or None."""
     drafter: Any = None
     """advisor.model.drafter.Drafter the user named (--draft) or the catalog pairs with the target; None: none."""
-    ngram_k_ref: int = 32
-    """The suffix K whose prediction n-gram's K̄ is a share of (the rules' K)."""
     probes: tuple = ()
     """This user's probe records (advisor.probe.record.ProbeRecord, from the store): a drafter's measured acceptance
     on the user's traffic comes first (advisor.methods._drafted.acceptance)."""

@@ -28,6 +28,7 @@ from advisor.plan.layout_wiring import as_launched, candidate_json, chosen_predi
 from advisor.plan.memory import boot_verdict
 from advisor.plan.probe_plan import probe_plan
 from advisor.plan.seams import MemoryPlanner, Predictor
+from advisor.predict.dataset import SEED_K
 from advisor.rules.policy import load_policy
 from advisor.rules.engine import apply_rules
 from advisor.rules.schema import Rule
@@ -108,11 +109,11 @@ def _k_trace(k: int, trace: list[str]) -> None:
             f"K >= {MAX_DRAFT_AT_DEFAULTS} drafts the same there; so did real vLLM 0.26.0 behind `vllm serve` on an "
             "H200 at K=32 (advisor probe: 11.1 tokens per draft, none accepted past position 12; "
             "calibration/gpu_probes/), though its offline engine drafted 15 per step on a single repeated dummy-weight "
-            "token (calibration/gpu_steps/README.md); the seed measured K=32"
+            f"token (calibration/gpu_steps/README.md); the seed measured K={SEED_K}"
         )
     else:
         trace.append(f"K={k}: a draft of at most {k} token(s) emits at most {k + 1} tokens per step (K̄ <= 1 + K); "
-                     "the seed measured K=32, so K̄ at this K is scaled from it")  # fmt: skip
+                     f"the seed measured K={SEED_K}, so K̄ at this K is scaled from it")  # fmt: skip
 
 
 def recommend(

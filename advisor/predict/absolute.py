@@ -133,10 +133,11 @@ def _moe_shared(p: ModelProfile, lay: ReplicaLayout, tokens_rank: float) -> tupl
 
 
 def decode_step(p: ModelProfile, gpu: GpuSpec, lay: ReplicaLayout, seqs: int, context: float, *,
-                tokens_per_seq: float = 1.0, spec: bool = False, draft_share: float = 0.6, k: int = 32,
+                tokens_per_seq: float = 1.0, spec: bool = False, draft_share: float = 0.6, k: int | None = None,
                 method: str = "suffix", build: str = "release") -> tuple[float, list[str]]:  # fmt: skip
     """Seconds of one step of a replica running ``seqs`` sequences (per GPU), and the labelled terms added
-    (``method`` / ``build``: whose speculative-step cost a verification step pays, advisor.predict.host_profile)."""
+    (``method`` / ``build``: whose speculative-step cost a verification step pays, advisor.predict.host_profile;
+    ``k``: the K the engine was booted with, needed by a verification step, :class:`~advisor.predict.stepcost.StepShape`)."""
     c = sc.step_cost(p, gpu, lay.tp, sc.StepShape(seqs=max(1, seqs), tokens_per_seq=max(1.0, tokens_per_seq),
                                                   context=context, spec=spec, draft_share=draft_share, k=k,
                                                   method=method, build=build))  # fmt: skip
