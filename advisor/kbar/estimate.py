@@ -16,7 +16,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
@@ -37,6 +37,8 @@ from advisor.kbar.stats import (
 from advisor.kbar.tokenize import KbarTokenizer, load_tokenizer
 
 _BATCH = 64  # samples tokenized per call (tokenizers' batch encode runs on both cores)
+StopKind = Literal["until_ci", "max_requests"]
+"""What stops a replay before the corpus ends: K̄'s interval narrow enough (--until-ci), or --max-requests."""
 
 
 class KbarResult(BaseModel):
@@ -73,7 +75,7 @@ class KbarResult(BaseModel):
     draft_tokens: int
     accepted_tokens: int
     stopped_early: bool
-    stop_reason: str | None = Field(description="until_ci, max_requests, or None (whole corpus)")
+    stop_reason: StopKind | None = Field(description="until_ci, max_requests, or None (whole corpus)")
     elapsed_s: float
     prepare_s: float = Field(description="seconds spent reading and tokenizing")
     replay_s: float = Field(description="seconds spent in the suffix-cache replay")
@@ -92,7 +94,8 @@ class Progress:
 @dataclass
 class _State:
     stop: bool = False
-    stop_reason: str | None = None
+    stopped_by: StopKind | None = None
+    """What stopped feeding requests early (None: the whole corpus, so far)."""
     fed: int = 0
     prepare_s: float = 0.0
     formats: Counter = field(default_factory=Counter)
@@ -206,7 +209,7 @@ def _feed(prefetch: _Prefetch, state: _State, skipped: Counter, *, max_requests:
             if state.stop:
                 return
             if max_requests is not None and state.fed >= max_requests:
-                state.stop, state.stop_reason = True, "max_requests"
+                state.stop, state.stopped_by = True, "max_requests"
                 return
             state.fed += 1
             state.formats[fmt] += 1
@@ -347,7 +350,7 @@ def estimate_kbar(
             if until_ci is not None and not state.stop and counts.n % check_every == 0:
                 t_check = time.perf_counter()
                 if _settled(counts, until_ci, ci_level, seed):
-                    state.stop, state.stop_reason = True, "until_ci"
+                    state.stop, state.stopped_by = True, "until_ci"
                 check_s += time.perf_counter() - t_check
             if on_progress is not None and (now := time.monotonic()) - last_report >= 0.1:
                 last_report = now
@@ -380,7 +383,7 @@ def estimate_kbar(
         notes.append("every request carried vLLM's own token ids: replayed as recorded, the tokenizer was not used")
     elif tok.fallback:
         notes.append("tokenized with the built-in fallback tokenizer, not the target model's: K̄ is approximate")
-    if state.stop_reason == "until_ci":
+    if state.stopped_by == "until_ci":
         notes.append(f"stopped early after {counts.n} requests (K̄'s relative CI half-width <= {until_ci} and "
                      "stable between halves); later requests would see a warmer global tree, so this K̄ can "
                      "still be a few % low (ShareGPT: -6 to -8%); replay the whole trace for the final figure")  # fmt: skip
@@ -428,8 +431,8 @@ def estimate_kbar(
         drafts=totals["drafts"],
         draft_tokens=totals["draft_tokens"],
         accepted_tokens=totals["accepted"],
-        stopped_early=state.stop_reason is not None,
-        stop_reason=state.stop_reason,
+        stopped_early=state.stopped_by is not None,
+        stop_reason=state.stopped_by,
         elapsed_s=elapsed,
         prepare_s=state.prepare_s,
         replay_s=max(0.0, loop_s - state.prepare_s - check_s),

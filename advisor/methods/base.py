@@ -47,6 +47,9 @@ class GainEstimate(BaseModel):
     """Where K̄ came from (probe, published row, class prior), printed with the candidate."""
     k_bar_kind: Literal["probe", "published", "same_target", "prior"] | None = None
     """The kind of ``k_bar_source`` (typed, for logic; None: the method's own predictor says, e.g. suffix)."""
+    k_bar_note: str | None = None
+    """The one of ``notes`` that says where K̄ came from, for a method whose K̄ is a priced note rather than a source
+    (n-gram, MTP: the first note of advisor.predict.absolute.ngram_gain / mtp_gain); the launched prediction's K̄ source."""
     notes: list[str] = Field(default_factory=list)
     """Labelled terms (MEASURED / FITTED / ASSUMED, with their files) behind the figures."""
 

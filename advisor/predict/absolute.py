@@ -53,9 +53,8 @@ MTP_ACCEPT = (0.80, 0.875, 0.90)
 90%"; the low end widened to 0.80 (ASSUMED) for traffic unlike theirs."""
 NGRAM_KBAR_HEAD = "n-gram tokens/step"
 MTP_KBAR_HEAD = "MTP acceptance"
-KBAR_NOTE_HEADS = (NGRAM_KBAR_HEAD, MTP_KBAR_HEAD)
-"""How the K̄ note of an n-gram (:func:`ngram_gain`) or MTP (:func:`mtp_gain`) candidate starts: the note that says
-where its K̄ came from, among the others its figures carry."""
+"""How the K̄ note of :func:`ngram_gain` / :func:`mtp_gain` starts: the first of their notes, which says where K̄ came
+from (advisor.methods.base.GainEstimate.k_bar_note carries it typed)."""
 
 NGRAM_SHARE = (0.25, 0.50, 0.75)
 """ASSUMED (low, mid, high) share of suffix decoding's extra tokens per step that n-gram prompt
