@@ -33,6 +33,7 @@ from advisor.methods import MethodContext  # noqa: E402
 from advisor.model.drafter import drafters_for, load_drafter  # noqa: E402
 from advisor.model.load import load_profile  # noqa: E402
 from advisor.predict.absolute import ReplicaLayout  # noqa: E402
+from advisor.rules.policy import load_policy  # noqa: E402
 from advisor.vllm_facts import facts  # noqa: E402
 
 SRC = ROOT / "calibration" / "published" / "eagle_draft_results.csv"
@@ -86,7 +87,8 @@ def main() -> None:
         tp = int(r["tp"]) if r["tp"].isdigit() else 1
         k, n = int(r["k"]), int(r["concurrency"])
         ctx = MethodContext(profile=p, gpu=get_gpu(gpu_name), layout=ReplicaLayout(tp=tp, dp=1, ep=False), vf=facts("0.26"),
-                            suffix_at=lambda *a: None, drafter=d)  # fmt: skip
+                            suffix_at=lambda *a: None, ngram_k_ref=load_policy().num_speculative_tokens,
+                            drafter=d)  # fmt: skip
         est = methods.get(r["method"]).estimate(ctx, k, n, CONTEXT)
         own_al = al.get((r["source_id"], r["target_model"], r["drafter"], r["k"]))
         out.append({"row": r, "speed": speed, "pred": est.gain.value, "low": est.gain.low, "high": est.gain.high,

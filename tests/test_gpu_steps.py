@@ -106,9 +106,9 @@ def test_planner_kv_cache_within_5_percent_of_real_vllm_for_every_boot():
 def test_seed_rows_keep_their_build_and_releases_pay_the_measured_costs():
     p = load_profile("meta-llama/Llama-3.1-8B-Instruct")
     gpu = get_gpu("H200")
-    rel = sc.r_ratio(p, gpu, 1, concurrency=32, draft_tokens=4, context=1344)
-    seed = sc.r_ratio(p, gpu, 1, concurrency=32, draft_tokens=4, context=1344, build="seed")
-    serving = sc.r_ratio(p, gpu, 1, concurrency=32, draft_tokens=4, context=1344, build="serving-dummy")
+    rel = sc.r_ratio(p, gpu, 1, concurrency=32, draft_tokens=4, context=1344, k=32)
+    seed = sc.r_ratio(p, gpu, 1, concurrency=32, draft_tokens=4, context=1344, k=32, build="seed")
+    serving = sc.r_ratio(p, gpu, 1, concurrency=32, draft_tokens=4, context=1344, k=32, build="serving-dummy")
     assert rel.spec.t_spec_fixed == sc.SPEC_STEP_FIXED_S and seed.spec.t_spec_fixed == 0.0
     assert serving.spec.t_spec_fixed == hp.get("serving-dummy").suffix_step_s  # the serving reference row
     assert serving.r > rel.r > seed.r

@@ -36,10 +36,10 @@ def test_plain_step_is_the_larger_of_gpu_and_host_floor():
         assert floored.t_host_floor == pytest.approx(serving.plain_floor(seqs))
         assert floored.total == pytest.approx(max(gpu_only.total, serving.plain_floor(seqs)))
         # a verification step's host work is serialised (its per-step / per-sequence costs), never floored
-        spec = step_cost(p, gpu, 1, StepShape(seqs=seqs, tokens_per_seq=3, context=2000, spec=True, build="serving"))
+        spec = step_cost(p, gpu, 1, StepShape(seqs=seqs, tokens_per_seq=3, context=2000, k=32, spec=True, build="serving"))
         assert spec.t_host_floor == 0.0 and spec.t_spec_fixed == serving.suffix_step_s
     # R divides by the floored plain step of the same profile
-    rb = r_ratio(p, gpu, 1, concurrency=32, draft_tokens=2.0, context=2000, build="serving")
+    rb = r_ratio(p, gpu, 1, concurrency=32, draft_tokens=2.0, context=2000, k=32, build="serving")
     assert rb.plain.t_host_floor == pytest.approx(serving.plain_floor(32))
     assert rb.r == pytest.approx(rb.spec.total / rb.plain.total)
 

@@ -23,6 +23,7 @@ from advisor.predict import host_profile as hp
 from advisor.predict import kbar_prior as kp
 from advisor.predict.dataset import Observation, ProfileFn
 from advisor.predict.stepcost import r_ratio
+from advisor.probe.record import config_k
 
 GRID_STEP_S = (0.0, 0.25e-3, 0.5e-3, 1e-3, 2e-3, 3.75e-3)
 """Per-step candidates (0 to the H200's measured 3.75 ms)."""
@@ -92,7 +93,7 @@ class _Pair:
     def __init__(self, van, suf) -> None:
         self.van, self.suf = van, suf
         self.method = suf.config.split(":", 1)[0]
-        self.k = int(suf.config.split(":", 1)[1].split("@", 1)[0] or 32)
+        self.k = config_k(suf.config)
         self.kbar = suf.tokens_per_step or suf.mean_acceptance_length or 1.0
         self.r_meas = self.kbar * van.throughput_tok_s / suf.throughput_tok_s
         # R is a ratio of step times at one batch. A short load's last wave ramps down, so its steps ran at the

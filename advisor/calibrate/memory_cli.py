@@ -75,7 +75,7 @@ SEED_OUTCOMES = (
     ("Qwen/Qwen2.5-7B-Instruct", True),
     ("deepseek-ai/DeepSeek-R1-Distill-Qwen-7B", True),
 )
-"""Seed write-up, finding 4: suffix K=32 at gmu 0.85, TP 8, 8 x B200: only 405B-FP8 failed to boot."""
+"""Seed write-up, finding 4: suffix at the seed's K (SEED_K) at gmu 0.85, TP 8, 8 x B200: only 405B-FP8 failed to boot."""
 
 
 def calibration_table(args) -> str:
@@ -85,9 +85,10 @@ def calibration_table(args) -> str:
     from advisor.plan import memory_terms as t
     from advisor.domain.decision import Decision
     from advisor.calibrate.memory_fit import bound, bracket
+    from advisor.predict.dataset import SEED_K
 
     gpu = get_gpu(args.gpu)
-    d = Decision(speculative_method="suffix", num_speculative_tokens=32, gpu_memory_utilization=args.gmu,
+    d = Decision(speculative_method="suffix", num_speculative_tokens=SEED_K, gpu_memory_utilization=args.gmu,
                  tensor_parallel_size=args.tp or args.gpus, max_model_len=args.max_model_len,
                  cudagraph_mode=args.cudagraph_mode)
     from advisor.calibrate.memory_fit import HYPOTHESES

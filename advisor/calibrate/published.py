@@ -163,7 +163,7 @@ def _at(row: PublishedRow, c: int, profile, fitted=None) -> tuple[float, float, 
 
     gpu = get_gpu(row.gpu)
     work = Workload(corpus=row.corpus, concurrency=c)
-    suffix = predict(profile, gpu, row.tp, work, host_state="OFF", k=32, fitted=fitted)
+    suffix = predict(profile, gpu, row.tp, work, host_state="OFF", fitted=fitted)  # at the decider's K
     kbars = {"suffix_k_bar": round(suffix.k_bar, 4), "suffix_k_bar_source": suffix.k_bar_source}
     if row.method == "suffix":
         return suffix.gain, suffix.gain_low, suffix.gain_high, kbars

@@ -155,7 +155,8 @@ def evaluate(records: list, calibration_dir: Path, profile_of, own_kbar: dict | 
                     else:
                         w = work.model_copy(update={"k_bar_ngram": own, "k_bar_ngram_k": k, "k_bar_own_outputs": True,
                                                     "k_bar_ngram_source": src})  # fmt: skip
-                sp = predict(p, gpu, s.tensor_parallel_size, w, host_state="OFF", k=k if method == "suffix" else 32,
+                # n-gram's K̄ is a share of suffix's at the decider's K (k None), as recommend prices it
+                sp = predict(p, gpu, s.tensor_parallel_size, w, host_state="OFF", k=k if method == "suffix" else None,
                              cpu_model=cpu, vllm_version=s.vllm_version, fitted=fits[mode], build=held)  # fmt: skip
                 if method == "suffix":
                     pred, kb, ksrc = sp.gain, sp.k_bar, sp.k_bar_source

@@ -129,7 +129,7 @@ def store_host_profiles(records, profile_of, path) -> dict:
                                                  "vanilla/mtp:K run(s), advisor.calibrate.mtp_cost.fit)")  # fmt: skip
         fitted.append(fit)
     for fp in sorted(set(mtp_paired) - set(paired)):
-        skipped.append(f"host {fp[:12]}: its mtp:K runs alone make no host profile; add suffix:32 or ngram:4 to the "
+        skipped.append(f"host {fp[:12]}: its mtp:K runs alone make no host profile; add suffix or ngram runs to the "
                        "campaign (the profile is fitted on their pairs with vanilla), and rerun advisor calibrate")  # fmt: skip
     if fitted:
         path.parent.mkdir(parents=True, exist_ok=True)

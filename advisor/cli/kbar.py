@@ -71,7 +71,7 @@ def kbar_cmd(
     corpus: Path = typer.Option(..., "--corpus", help="Recorded traffic: JSONL prompt/response, OpenAI chat logs, ShareGPT (JSON or JSONL), vllm bench custom JSONL with outputs; .gz ok.", show_default=False),
     tokenizer: str = typer.Option(None, "--tokenizer", help="The target model's tokenizer: HF id (HF cache), model dir or tokenizer.json. Omitted or 'builtin': a labelled approximate fallback.", show_default=False),
     method: str = typer.Option("suffix", "--method", help="suffix (Arctic Inference's suffix cache, as vLLM drives it) or ngram (vLLM's prompt-lookup proposer)."),
-    k: int = typer.Option(None, "--k", help="num_speculative_tokens K (default: 32 for suffix, 4 for ngram).", show_default=False),
+    k: int = typer.Option(None, "--k", help="num_speculative_tokens K (default: rules/policy/decider.yaml's for suffix, advisor.kbar.ngram's 4 for ngram).", show_default=False),
     prompt_lookup_min: int = typer.Option(None, "--prompt-lookup-min", help="ngram: shortest n-gram matched (vLLM's prompt_lookup_min; default: vLLM's, 5, or --prompt-lookup-max).", show_default=False),
     prompt_lookup_max: int = typer.Option(None, "--prompt-lookup-max", help="ngram: longest n-gram matched (vLLM's prompt_lookup_max; default: vLLM's, 5, or --prompt-lookup-min).", show_default=False),
     config: str = typer.Option(None, "--config", help="In a file of the model's own outputs from `advisor probe --save-responses`: the configuration whose outputs to replay (default: the first in the file).", show_default=False),
@@ -95,14 +95,11 @@ def kbar_cmd(
     (``advisor probe --save-responses FILE``), which is what vLLM will verify drafts against."""
     from advisor.errors import UsageError
     from advisor.kbar.estimate import estimate_kbar
-    from advisor.kbar.ngram import DEFAULT_NGRAM_K
 
     if method not in ("suffix", "ngram"):
         raise UsageError(f"--method must be suffix or ngram, not {method!r}")
     if method == "suffix" and (prompt_lookup_min is not None or prompt_lookup_max is not None):
         raise UsageError("--prompt-lookup-min/--prompt-lookup-max apply to --method ngram")
-    if k is None:
-        k = DEFAULT_NGRAM_K if method == "ngram" else 32
     s = settings()
     on_progress, prog = replay_progress(not json_out and sys.stderr.isatty())
     kwargs = {

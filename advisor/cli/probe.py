@@ -41,7 +41,7 @@ def run_spec(spec, *, quiet: bool):
 def probe_cmd(
     model: str = typer.Argument(..., metavar="MODEL", help="Model id or directory, passed to vLLM as is."),
     corpus: str = typer.Option("humaneval", "--corpus", help="Prompt file (.jsonl/.json: prompt, messages or ShareGPT records) or a built-in corpus: humaneval, sharegpt."),
-    configs: str = typer.Option("vanilla,suffix:32", "--configs", help="Comma-separated: vanilla, suffix[:K], ngram[:K], ngram_gpu[:K], mtp[:K] (models with MTP layers), each with optional @key=value overrides (e.g. suffix:16@gmu=0.8)."),
+    configs: str = typer.Option("vanilla,suffix", "--configs", help="Comma-separated: vanilla, suffix[:K] (K: rules/policy/decider.yaml's), ngram[:K], ngram_gpu[:K], mtp[:K] (models with MTP layers), each with optional @key=value overrides (e.g. suffix:16@gmu=0.8)."),
     duration: float = typer.Option(120.0, "--duration", min=1, help="Seconds of load per configuration."),
     requests: int = typer.Option(None, "--requests", min=1, help="At most this many requests per configuration."),
     concurrency: int = typer.Option(32, "--concurrency", min=1, help="Requests in flight."),

@@ -112,7 +112,7 @@ class Decision(BaseModel):
                 "set speculative_method='suffix' or drop K"
             )
         if self.speculative_method is not None and self.num_speculative_tokens is None:
-            raise ValueError(f"speculative_method={self.speculative_method!r} needs num_speculative_tokens (e.g. 32)")
+            raise ValueError(f"speculative_method={self.speculative_method!r} needs num_speculative_tokens (K, 1..64)")
         if self.speculative_model is not None and self.speculative_method is None:
             raise ValueError(f"speculative_model={self.speculative_model!r} needs a speculative_method (e.g. 'eagle3'); drop it for plain decoding")
         sched = self.num_speculative_tokens_per_batch_size

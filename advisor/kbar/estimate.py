@@ -16,15 +16,16 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from advisor.errors import DataError, UsageError
 from advisor.kbar.formats import FORMATS, ReadStats, Sample, iter_samples
-from advisor.kbar.ngram import NgramConfig, lookup_bounds, replay_ngram
+from advisor.kbar.ngram import DEFAULT_NGRAM_K, NgramConfig, lookup_bounds, replay_ngram
 from advisor.kbar.replay import ReplayConfig, new_cache, replay
+from advisor.rules.policy import load_policy
 from advisor.vllm_facts import facts as _vllm
 from advisor.kbar.stats import (
     Counts,
@@ -36,6 +37,8 @@ from advisor.kbar.stats import (
 from advisor.kbar.tokenize import KbarTokenizer, load_tokenizer
 
 _BATCH = 64  # samples tokenized per call (tokenizers' batch encode runs on both cores)
+StopKind = Literal["until_ci", "max_requests"]
+"""What stops a replay before the corpus ends: K̄'s interval narrow enough (--until-ci), or --max-requests."""
 
 
 class KbarResult(BaseModel):
@@ -72,7 +75,7 @@ class KbarResult(BaseModel):
     draft_tokens: int
     accepted_tokens: int
     stopped_early: bool
-    stop_reason: str | None = Field(description="until_ci, max_requests, or None (whole corpus)")
+    stop_reason: StopKind | None = Field(description="until_ci, max_requests, or None (whole corpus)")
     elapsed_s: float
     prepare_s: float = Field(description="seconds spent reading and tokenizing")
     replay_s: float = Field(description="seconds spent in the suffix-cache replay")
@@ -91,7 +94,8 @@ class Progress:
 @dataclass
 class _State:
     stop: bool = False
-    stop_reason: str | None = None
+    stopped_by: StopKind | None = None
+    """What stopped feeding requests early (None: the whole corpus, so far)."""
     fed: int = 0
     prepare_s: float = 0.0
     formats: Counter = field(default_factory=Counter)
@@ -205,7 +209,7 @@ def _feed(prefetch: _Prefetch, state: _State, skipped: Counter, *, max_requests:
             if state.stop:
                 return
             if max_requests is not None and state.fed >= max_requests:
-                state.stop, state.stop_reason = True, "max_requests"
+                state.stop, state.stopped_by = True, "max_requests"
                 return
             state.fed += 1
             state.formats[fmt] += 1
@@ -250,7 +254,7 @@ def _settled(counts: Counts, target: float, level: float, seed: int) -> bool:
 def estimate_kbar(
     path: Path | str,
     tokenizer: KbarTokenizer | str | None = None,
-    k: int = 32,
+    k: int | None = None,
     *,
     method: str = "suffix",
     prompt_lookup_min: int | None = None,
@@ -279,7 +283,8 @@ def estimate_kbar(
 
     ``method``: ``suffix`` replays Arctic Inference's cache (advisor.kbar.replay); ``ngram`` replays
     vLLM's prompt-lookup proposer (advisor.kbar.ngram) with ``prompt_lookup_min``/``max`` (None:
-    vLLM's defaulting) and K = ``k``. ``config``: in a generation file holding several probe
+    vLLM's defaulting) and K = ``k``. ``k`` None: the method's default K (suffix: rules/policy/decider.yaml
+    ``num_speculative_tokens``; n-gram: advisor.kbar.ngram.DEFAULT_NGRAM_K). ``config``: in a generation file holding several probe
     configurations' outputs, replay this one's (None: the first one in the file).
 
     ``tokenizer``: a loaded ``KbarTokenizer``, or a spec for ``load_tokenizer`` (model id, model
@@ -306,6 +311,8 @@ def estimate_kbar(
     if method not in ("suffix", "ngram"):
         raise UsageError(f"--method must be suffix or ngram, not {method!r}")
     lookup = lookup_bounds(prompt_lookup_min, prompt_lookup_max)
+    if k is None:
+        k = DEFAULT_NGRAM_K if method == "ngram" else load_policy().num_speculative_tokens
     if method == "ngram":
         ngram_cfg = NgramConfig(num_speculative_tokens=k, prompt_lookup_min=lookup[0], prompt_lookup_max=lookup[1],
                                 max_model_len=max_model_len)  # fmt: skip
@@ -343,7 +350,7 @@ def estimate_kbar(
             if until_ci is not None and not state.stop and counts.n % check_every == 0:
                 t_check = time.perf_counter()
                 if _settled(counts, until_ci, ci_level, seed):
-                    state.stop, state.stop_reason = True, "until_ci"
+                    state.stop, state.stopped_by = True, "until_ci"
                 check_s += time.perf_counter() - t_check
             if on_progress is not None and (now := time.monotonic()) - last_report >= 0.1:
                 last_report = now
@@ -376,7 +383,7 @@ def estimate_kbar(
         notes.append("every request carried vLLM's own token ids: replayed as recorded, the tokenizer was not used")
     elif tok.fallback:
         notes.append("tokenized with the built-in fallback tokenizer, not the target model's: K̄ is approximate")
-    if state.stop_reason == "until_ci":
+    if state.stopped_by == "until_ci":
         notes.append(f"stopped early after {counts.n} requests (K̄'s relative CI half-width <= {until_ci} and "
                      "stable between halves); later requests would see a warmer global tree, so this K̄ can "
                      "still be a few % low (ShareGPT: -6 to -8%); replay the whole trace for the final figure")  # fmt: skip
@@ -424,8 +431,8 @@ def estimate_kbar(
         drafts=totals["drafts"],
         draft_tokens=totals["draft_tokens"],
         accepted_tokens=totals["accepted"],
-        stopped_early=state.stop_reason is not None,
-        stop_reason=state.stop_reason,
+        stopped_early=state.stopped_by is not None,
+        stop_reason=state.stopped_by,
         elapsed_s=elapsed,
         prepare_s=state.prepare_s,
         replay_s=max(0.0, loop_s - state.prepare_s - check_s),

@@ -41,6 +41,7 @@ from typing import Any
 import numpy as np
 
 from advisor.errors import DependencyError, UsageError
+from advisor.rules.policy import load_policy
 from advisor.vllm_facts import facts as _vllm
 
 INSTALL_HINT = (
@@ -59,10 +60,11 @@ INT32_MAX = 2**31 - 1
 
 @dataclass(frozen=True)
 class ReplayConfig:
-    """Suffix-decoding parameters; the defaults are vLLM's (vllm/config/speculative.py, 0.32.0)."""
+    """Suffix-decoding parameters; the defaults are vLLM's (vllm/config/speculative.py, 0.32.0), K's the advisor's."""
 
-    num_speculative_tokens: int = 32
-    """K. No default in vLLM for suffix (speculative.py:1602-1605 falls back to max_tree_depth); 32 is the seed's."""
+    num_speculative_tokens: int = field(default_factory=lambda: load_policy().num_speculative_tokens)
+    """K. No default in vLLM for suffix (speculative.py:1602-1605 falls back to max_tree_depth); unset: the
+    advisor's (rules/policy/decider.yaml ``num_speculative_tokens``)."""
     max_tree_depth: int = _vllm().suffix_max_tree_depth
     """``suffix_decoding_max_tree_depth`` (advisor.vllm_facts)."""
     max_cached_requests: int = _vllm().suffix_max_cached_requests

@@ -47,6 +47,9 @@ class GainEstimate(BaseModel):
     """Where K̄ came from (probe, published row, class prior), printed with the candidate."""
     k_bar_kind: Literal["probe", "published", "same_target", "prior"] | None = None
     """The kind of ``k_bar_source`` (typed, for logic; None: the method's own predictor says, e.g. suffix)."""
+    k_bar_note: str | None = None
+    """The one of ``notes`` that says where K̄ came from, for a method whose K̄ is a priced note rather than a source
+    (n-gram, MTP: the first note of advisor.predict.absolute.ngram_gain / mtp_gain); the launched prediction's K̄ source."""
     notes: list[str] = Field(default_factory=list)
     """Labelled terms (MEASURED / FITTED / ASSUMED, with their files) behind the figures."""
 
@@ -64,12 +67,12 @@ class MethodContext:
     suffix_at: Callable[[int, int, int], Any]
     """(TP, running sequences per replica, K) -> the calibrated suffix prediction there, or None (declined);
     cached, so methods priced on suffix's host profile or K̄ (n-gram, MTP) share one prediction."""
+    ngram_k_ref: int
+    """The suffix K whose prediction n-gram's K̄ is a share of (the rules' K, else the decider's)."""
     workload: Any = None
     """advisor.domain.workload.Workload (corpus, traffic file) or None."""
     drafter: Any = None
     """advisor.model.drafter.Drafter the user named (--draft) or the catalog pairs with the target; None: none."""
-    ngram_k_ref: int = 32
-    """The suffix K whose prediction n-gram's K̄ is a share of (the rules' K)."""
     probes: tuple = ()
     """This user's probe records (advisor.probe.record.ProbeRecord, from the store): a drafter's measured acceptance
     on the user's traffic comes first (advisor.methods._drafted.acceptance)."""

@@ -34,7 +34,7 @@ class Mtp:
         eager = ctx.profile.model_type in ctx.vf.mtp_eager_drafters
         band, r, notes = mtp_gain(ctx.profile, ctx.gpu, ctx.layout, n, context, k,
                                   build=same_host(sp) if sp is not None else None, eager=eager)  # fmt: skip
-        return GainEstimate(gain=band, r=r, k_bar=max(1.0, band.value * r), notes=notes)
+        return GainEstimate(gain=band, r=r, k_bar=max(1.0, band.value * r), k_bar_note=notes[0], notes=notes)
 
     def tokens_per_seq(self, k: int, vf) -> float:
         return 1.0 + k

@@ -65,8 +65,9 @@ class Ngram:
             r_full, full_notes = dr.full_k_step(ctx.profile, ctx.gpu, ctx.layout, n, context, k)
             scale = r / r_full
             band = band.model_copy(update={"value": band.value * scale, "low": band.low * scale, "high": band.high * scale})
-            return GainEstimate(gain=band, r=r_full, k_bar=kbar, notes=[*notes[:1], f"n-gram on vLLM {ctx.vf.version}: {full_notes[0]}"])
-        return GainEstimate(gain=band, r=r, k_bar=kbar, notes=notes)
+            return GainEstimate(gain=band, r=r_full, k_bar=kbar, k_bar_note=notes[0],
+                                notes=[*notes[:1], f"n-gram on vLLM {ctx.vf.version}: {full_notes[0]}"])  # fmt: skip
+        return GainEstimate(gain=band, r=r, k_bar=kbar, k_bar_note=notes[0], notes=notes)
 
     def tokens_per_seq(self, k: int, vf) -> float:
         return 1.0 + k  # drafts exactly K where it matches (and, on 0.34, filler past the match)

@@ -134,6 +134,8 @@ class Candidate(BaseModel):
     """Where K̄ came from, where the method says (drafters: probe, published acceptance or class prior)."""
     k_bar_kind: Literal["probe", "published", "same_target", "prior"] | None = None
     """The kind of ``k_bar_source`` (advisor.methods.base.GainEstimate.k_bar_kind)."""
+    k_bar_note: str | None = None
+    """The note that says where K̄ came from (advisor.methods.base.GainEstimate.k_bar_note: n-gram, MTP)."""
     drafter: str | None = None
     """The drafter the method runs (EAGLE head or draft model: HF id or directory); None for the others."""
     r: float | None = None
@@ -385,6 +387,7 @@ def _apply(cand: Candidate, est) -> None:
     """Copy what a method's estimate says about its K̄, R and P(win) onto the candidate."""
     cand.p_win, cand.k_bar, cand.r = est.p_win, est.k_bar, est.r
     cand.measured_gain, cand.k_bar_source, cand.k_bar_kind = est.measured_gain, est.k_bar_source, est.k_bar_kind
+    cand.k_bar_note = est.k_bar_note
 
 
 def _one(p, gpu, lay, method, k, cap, base, concurrency, query, suffix_gain, planner, gains, k_ngram_ref, vf=None,

@@ -154,9 +154,7 @@ def chosen_prediction(c: Candidate, suffix: RecommendedPrediction | None, query:
     else:
         gain, kbar, r = (f.gain.value, f.gain.low, f.gain.high), c.k_bar, c.r
         # the method's K̄ note (absolute.ngram_gain / mtp_gain), not whichever note came first (a TP sync note)
-        from advisor.predict.absolute import KBAR_NOTE_HEADS
-
-        source = c.k_bar_source or next((n for n in f.notes if n.startswith(KBAR_NOTE_HEADS)), f.notes[0] if f.notes else c.method)
+        source = c.k_bar_source or c.k_bar_note or (f.notes[0] if f.notes else c.method)
         why = list(f.notes)
         r_source = "step-cost model (advisor.predict.absolute): verification step / plain step at this layout"
     decomposition = {"k_bar": kbar, "r": r, "fitted_factor": gain[0] * r / kbar if kbar else 1.0,

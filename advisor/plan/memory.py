@@ -266,7 +266,7 @@ def _candidates(profile: ModelProfile, gpu: GpuSpec, d: Decision, num_gpus: int,
 def nearest_bootable(profile: ModelProfile, gpu: GpuSpec, decision: Decision, *, num_gpus: int,
                      block_size: int = t.DEFAULT_BLOCK_SIZE, build: str = "release",
                      fixed: frozenset[str] = frozenset(), vllm_version: str = DEFAULT_VERSION) -> Alternative | None:
-    """The first single change that boots, in this order: lower K (suffix kept: 32 -> 24 -> 16 -> 8),
+    """The first single change that boots, in this order: lower K (suffix kept: down K_LADDER),
     lower max_num_seqs, higher gmu (<= 0.95), lower max_model_len, higher TP (<= num_gpus), and as a
     last resort speculation off. Fields named in ``fixed`` (the user's explicit flags) are never
     changed. None when the decision already boots or nothing single does."""

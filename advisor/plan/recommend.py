@@ -8,9 +8,9 @@ from __future__ import annotations
 import math
 
 from functools import lru_cache
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict, Field
 
 from advisor.domain.corpora import KNOWN_CORPORA
 from advisor.domain.decision import DSA_ENV, Decision
@@ -28,6 +28,7 @@ from advisor.plan.layout_wiring import as_launched, candidate_json, chosen_predi
 from advisor.plan.memory import boot_verdict
 from advisor.plan.probe_plan import probe_plan
 from advisor.plan.seams import MemoryPlanner, Predictor
+from advisor.predict.dataset import SEED_K
 from advisor.rules.policy import load_policy
 from advisor.rules.engine import apply_rules
 from advisor.rules.schema import Rule
@@ -94,6 +95,23 @@ def valid_tp(profile: ModelProfile, gpus: int) -> int:
     return 1
 
 
+class ServerSplit(BaseModel):
+    """The host's GPUs launched as identical servers instead of one server over all of them."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["nodes", "rate"]
+    """``nodes``: one server per node beat one spanning the nodes on the objective; ``rate``: the host does not
+    serve --request-rate, and this many identical servers are the fewest GPUs that do."""
+    servers: int = Field(ge=1)
+    gpus: int = Field(ge=1)
+    """GPUs per server."""
+    concurrency: int | None = Field(default=None, ge=1)
+    """``nodes``: requests in flight per server."""
+    query: LayoutQuery | None = None
+    """``rate``: the query at one server's share of the rate."""
+
+
 FIXED_BY = {"tensor_parallel_size": "--tp", "max_model_len": "--max-model-len", "num_speculative_tokens": "--k",
             "gpu_memory_utilization": "--gmu"}
 """Decision fields a user's flag sets; the memory planner never changes those (advisor.plan.planner.planner)."""
@@ -108,11 +126,11 @@ def _k_trace(k: int, trace: list[str]) -> None:
             f"K >= {MAX_DRAFT_AT_DEFAULTS} drafts the same there; so did real vLLM 0.26.0 behind `vllm serve` on an "
             "H200 at K=32 (advisor probe: 11.1 tokens per draft, none accepted past position 12; "
             "calibration/gpu_probes/), though its offline engine drafted 15 per step on a single repeated dummy-weight "
-            "token (calibration/gpu_steps/README.md); the seed measured K=32"
+            f"token (calibration/gpu_steps/README.md); the seed measured K={SEED_K}"
         )
     else:
         trace.append(f"K={k}: a draft of at most {k} token(s) emits at most {k + 1} tokens per step (K̄ <= 1 + K); "
-                     "the seed measured K=32, so K̄ at this K is scaled from it")  # fmt: skip
+                     f"the seed measured K={SEED_K}, so K̄ at this K is scaled from it")  # fmt: skip
 
 
 def recommend(
@@ -239,7 +257,7 @@ def recommend(
     def serves(choice) -> bool:
         return choice.sla_met is not False and choice.limits_missed is None
 
-    sized: dict = {}
+    sized: ServerSplit | None = None
 
     def better(a, b_) -> bool:
         """Whether choice ``a`` (times its servers) beats ``b_`` on the objective (ties: ``b_``, one server)."""
@@ -251,6 +269,7 @@ def recommend(
         return ca.chosen.figures.throughput_tok_s.value * na > cb.chosen.figures.throughput_tok_s.value * nb
 
     def decide(b: Decision):
+        nonlocal sized
         if query.request_rate is None:
             node = query.gpus_per_node
             if host.gpus <= node or host.gpus % node or (tensor_parallel_size or 0) > node:
@@ -271,7 +290,7 @@ def recommend(
                     raise
                 return whole
             if whole is None or better((one[1], nodes), (whole[1], 1)):
-                sized.update(servers=nodes, gpus=node, concurrency=per, why="nodes")
+                sized = ServerSplit(kind="nodes", servers=nodes, gpus=node, concurrency=per)
                 return one
             return whole
         # --request-rate: the fewest of the host's GPUs that serve it within the limits (advisor.plan.operating_point)
@@ -289,6 +308,7 @@ def recommend(
     def size_servers(b: Decision):
         """The host does not serve the rate: the fewest GPUs in identical one-node servers that do (each server's
         capacity within the limits from the operating-point search, then confirmed at its share of the rate)."""
+        nonlocal sized
         node = min(query.gpus_per_node, max(host.gpus, 1))
         rate = query.request_rate
         options = []
@@ -314,7 +334,7 @@ def recommend(
                 except NoFeasibleLayout:
                     break
                 if serves(choice):
-                    sized.update(servers=m, gpus=g, query=q)
+                    sized = ServerSplit(kind="rate", servers=m, gpus=g, query=q)
                     return cands, choice
         raise RateNotServed(f"--request-rate {rate:g}/s: no server of up to {node} GPUs meets the limits at any rate, "
                                "so no number of servers does; relax --max-tpot-ms / --max-ttft-ms or use larger GPUs")  # fmt: skip
@@ -348,32 +368,33 @@ def recommend(
             pred = (predictor(profile, host, workload, d.num_speculative_tokens, d.tensor_parallel_size)
                     if predictor is not None and d.speculative_method == "suffix" else None)  # fmt: skip
             return _not_bootable(profile, host, workload, outcome, rules_d, alt, str(err), warnings, trace, fields, pred)
-    if sized.get("why") == "nodes":
-        m, g = sized["servers"], sized["gpus"]
+    if sized is not None and sized.kind == "nodes":
+        m, g = sized.servers, sized.gpus
         idle = host.gpus // g - m
-        servers = f"{m} identical one-node servers, {sized['concurrency']} of the {workload.concurrency} requests each," if m > 1 else \
+        servers = f"{m} identical one-node servers, {sized.concurrency} of the {workload.concurrency} requests each," if m > 1 else \
             "one server on one node"
         trace.insert(0, f"{host.gpus} GPUs over {host.gpus // g} nodes of {g}: {servers} beat one server spanning the nodes on "
                         f"the objective ({query.objective}); the figures are one server's"
                         + (f"; {idle} node(s) left idle: {workload.concurrency} request(s) keep only {m} busy" if idle else ""))  # fmt: skip
         if m > 1:
             warnings.insert(0, f"run this configuration on each of {m} nodes behind a load balancer ({m * g} GPUs in all); "
-                               f"the figures are one server's at {sized['concurrency']} requests in flight")  # fmt: skip
+                               f"the figures are one server's at {sized.concurrency} requests in flight")  # fmt: skip
         if idle:
             warnings.insert(0, f"{idle} of the {host.gpus // g} nodes stay idle: {workload.concurrency} request(s) in flight keep "
                                f"{m} one-node server(s) busy, and a server spanning nodes is predicted slower")  # fmt: skip
-        workload = workload.model_copy(update={"concurrency": sized["concurrency"]})
-    elif sized:
-        m, g = sized["servers"], sized["gpus"]
+        workload = workload.model_copy(update={"concurrency": sized.concurrency})
+    elif sized is not None:
+        m, g = sized.servers, sized.gpus
         trace.insert(0, f"--request-rate {query.request_rate:g}/s: no layout of the host's {host.gpus} GPUs serves it within "
                         f"the limits; {m} identical servers of {g} GPU(s) ({m * g} GPUs) do, each at "
                         f"{query.request_rate / m:.3g} requests/s behind a load balancer (the figures are one server's)")  # fmt: skip
         warnings.insert(0, f"--request-rate {query.request_rate:g}/s needs {m} servers of {g} GPU(s) ({m * g} GPUs in all): "
                            f"run this configuration {m} times behind a load balancer")  # fmt: skip
+    served = sized.query if sized is not None and sized.query is not None else query
     rec = _assemble(profile, host, workload, outcome, base, cands, choice, fixed, warnings, trace, fields,
-                    sized.get("query", query), suffix_prediction, planner, num_speculative_tokens, k, pol, drafters)  # fmt: skip
-    if sized:
-        rec = rec.model_copy(update={"servers": sized["servers"]})
+                    served, suffix_prediction, planner, num_speculative_tokens, k, pol, drafters)  # fmt: skip
+    if sized is not None:
+        rec = rec.model_copy(update={"servers": sized.servers})
     return rec
 
 

@@ -53,9 +53,8 @@ MTP_ACCEPT = (0.80, 0.875, 0.90)
 90%"; the low end widened to 0.80 (ASSUMED) for traffic unlike theirs."""
 NGRAM_KBAR_HEAD = "n-gram tokens/step"
 MTP_KBAR_HEAD = "MTP acceptance"
-KBAR_NOTE_HEADS = (NGRAM_KBAR_HEAD, MTP_KBAR_HEAD)
-"""How the K̄ note of an n-gram (:func:`ngram_gain`) or MTP (:func:`mtp_gain`) candidate starts: the note that says
-where its K̄ came from, among the others its figures carry."""
+"""How the K̄ note of :func:`ngram_gain` / :func:`mtp_gain` starts: the first of their notes, which says where K̄ came
+from (advisor.methods.base.GainEstimate.k_bar_note carries it typed)."""
 
 NGRAM_SHARE = (0.25, 0.50, 0.75)
 """ASSUMED (low, mid, high) share of suffix decoding's extra tokens per step that n-gram prompt
@@ -133,10 +132,11 @@ def _moe_shared(p: ModelProfile, lay: ReplicaLayout, tokens_rank: float) -> tupl
 
 
 def decode_step(p: ModelProfile, gpu: GpuSpec, lay: ReplicaLayout, seqs: int, context: float, *,
-                tokens_per_seq: float = 1.0, spec: bool = False, draft_share: float = 0.6, k: int = 32,
+                tokens_per_seq: float = 1.0, spec: bool = False, draft_share: float = 0.6, k: int | None = None,
                 method: str = "suffix", build: str = "release") -> tuple[float, list[str]]:  # fmt: skip
     """Seconds of one step of a replica running ``seqs`` sequences (per GPU), and the labelled terms added
-    (``method`` / ``build``: whose speculative-step cost a verification step pays, advisor.predict.host_profile)."""
+    (``method`` / ``build``: whose speculative-step cost a verification step pays, advisor.predict.host_profile;
+    ``k``: the K the engine was booted with, needed by a verification step, :class:`~advisor.predict.stepcost.StepShape`)."""
     c = sc.step_cost(p, gpu, lay.tp, sc.StepShape(seqs=max(1, seqs), tokens_per_seq=max(1.0, tokens_per_seq),
                                                   context=context, spec=spec, draft_share=draft_share, k=k,
                                                   method=method, build=build))  # fmt: skip

@@ -15,6 +15,7 @@ from advisor.domain.prediction import INTERVAL_Z, HostState, Prediction
 from advisor.domain.workload import Workload
 from advisor.hardware.gpus import GpuSpec
 from advisor.model.schema import ModelProfile
+from advisor.rules.policy import load_policy
 
 WIN_THRESHOLD = 0.5
 """Suffix is chosen when P(win) exceeds this (the evaluation's rule: it maximises expected log throughput)."""
@@ -127,7 +128,7 @@ def predict(
     workload: Workload,
     *,
     host_state: HostState | None = None,
-    k: int = 32,
+    k: int | None = None,
     records=None,
     cache_dir=None,
     fitted=None,
@@ -136,7 +137,8 @@ def predict(
     vllm_version: str | None = None,
 ) -> Prediction:
     """Predict the suffix gain for ``profile`` on ``tensor_parallel_size`` × ``gpu`` under ``workload``
-    (with ``fitted``, a given CalibratedModel, e.g. a leave-one-model-out fit, instead of the shipped one).
+    (with ``fitted``, a given CalibratedModel, e.g. a leave-one-model-out fit, instead of the shipped one) at suffix
+    K = ``k`` (None: the decider's, rules/policy/decider.yaml ``num_speculative_tokens``).
 
     The host's speculative-step cost comes from its host profile (advisor.predict.host_profile):
     ``build`` names one outright; otherwise the profile matching ``gpu`` / ``cpu_model`` /
@@ -146,6 +148,7 @@ def predict(
     from advisor.predict.calibrated import RowInputs
     from advisor.predict.explain import explain
 
+    k = load_policy().num_speculative_tokens if k is None else k
     model = fitted or calibrated_model(records, cache_dir=cache_dir)
     corpus = None if workload.corpus_is_file else workload.corpus
     if build is not None:

@@ -145,7 +145,7 @@ class CalibratedModel(BaseModel):
     team whose gain rows it predicts (calibration/published/holdout_groups.yaml)."""
 
     def kbar_for(self, inputs: RowInputs) -> tuple[float, str]:
-        """K̄ at ``inputs.k``: measured or the prior (at the seed's K=32), carried to this K (kbar_at_k)."""
+        """K̄ at ``inputs.k``: measured or the prior (at the seed's K, kbar_prior.PRIOR_K), carried to this K (kbar_at_k)."""
         k_bar, source, _ = self.kbar_choice(inputs)
         return k_bar, source
 

@@ -24,6 +24,8 @@ SEED_GPU = "B200"
 SEED_TP = 8
 SEED_CONCURRENCY = 32
 SEED_K = 32
+"""K of every seed run (seed README, 'The setup'): a fact of the data, not the default K, which is the decider's
+(rules/policy/decider.yaml ``num_speculative_tokens``, chosen because the seed measured this one)."""
 KBAR_FLOOR = 1.0
 """K̄ counts emitted tokens per step, so it is at least 1: where gain × R < 1 the step-cost model
 underestimates R, and the calibrated model (not the prior) has to carry the rest."""
@@ -117,6 +119,7 @@ def probe_observations(records: Iterable, profile_of: ProfileFn | None = None,
     given, gets each such record with the reason."""
     from advisor.errors import AdvisorError
     from advisor.hardware.gpus import get_gpu
+    from advisor.kbar.runs import method_k
 
     by_campaign: dict[str, list] = {}
     for rec in records:
@@ -131,7 +134,7 @@ def probe_observations(records: Iterable, profile_of: ProfileFn | None = None,
         for rec in recs:
             if not rec.config.startswith("suffix:"):
                 continue
-            k = int(rec.config.split(":", 1)[1].split("@", 1)[0] or SEED_K)  # "suffix:8@gmu=0.8" carries overrides
+            k = method_k(rec.config)[1]  # "suffix:8@gmu=0.8" carries overrides
             try:
                 family = profile_of(rec.model).family if profile_of else "instruct"
             except AdvisorError as exc:

@@ -25,7 +25,7 @@ from advisor.errors import DataError
 PROFILES_FILE = "host_profiles.csv"
 Method = Literal["suffix", "ngram"]
 MatchKind = Literal["exact", "gpu+vllm", "gpu", "none", "given"]
-PROBE_HINT = ("advisor probe MODEL --configs vanilla,suffix:32 --dummy-weights --duration 120  "
+PROBE_HINT = ("advisor probe MODEL --configs vanilla,suffix --dummy-weights --duration 120  "
               "(a few minutes on this host: measures its verification-step cost; `advisor calibrate` stores it)")  # fmt: skip
 """What measures an unknown host's profile (docs/probe.md)."""
 

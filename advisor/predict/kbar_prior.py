@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict
 from advisor.domain.prediction import INTERVAL_Z
 from advisor.errors import DataError
 from advisor.model.schema import ModelProfile
-from advisor.predict.dataset import KBAR_FLOOR, Observation, ProfileFn, default_profile_of
+from advisor.predict.dataset import KBAR_FLOOR, SEED_K, Observation, ProfileFn, default_profile_of
 from advisor.vllm_facts import facts as _facts
 
 ACCEPTANCE = 0.5
@@ -70,7 +70,7 @@ def family_group(family: str) -> str:
     return FAMILY_GROUP.get(family, "instruct")
 
 
-def draft_tokens(k_bar: float, k: int = 32) -> float:
+def draft_tokens(k_bar: float, k: int) -> float:
     """Mean drafted tokens per sequence per step (over all sequences) for a given K̄.
 
     K̄ − 1 tokens are accepted per step, ``ACCEPTANCE`` of those drafted; a drafting sequence drafts
@@ -80,8 +80,8 @@ def draft_tokens(k_bar: float, k: int = 32) -> float:
     return min((max(k_bar, 1.0) - 1.0) / ACCEPTANCE, DRAFT_SHARE * max_draft(k))
 
 
-PRIOR_K = 32
-"""K of every seed run: the priors are K̄ at this K."""
+PRIOR_K = SEED_K
+"""K of every seed run: the priors are K̄ at this K (data, not the default K of rules/policy/decider.yaml)."""
 
 
 def max_draft(k: int) -> int:
@@ -122,7 +122,7 @@ DEFAULT_NGRAM_PRIOR_K = 4
 
 
 def reference_k(method: str) -> int:
-    """The K a method's priors are measured at across settings and hosts (suffix 32, n-gram 4), and looked up at
+    """The K a method's priors are measured at across settings and hosts (suffix :data:`PRIOR_K`, n-gram 4), and looked up at
     when the caller names none."""
     return PRIOR_K if method == "suffix" else DEFAULT_NGRAM_PRIOR_K
 
@@ -346,7 +346,7 @@ def published_spread(method: str, own: tuple[OwnKbarPrior, ...] | list[OwnKbarPr
     prompts, lengths and tree), so a deployment of the same corpus is given that much room."""
     import statistics
 
-    # at the method's reference K (suffix 32, n-gram 4): those priors span settings and hosts; the other Ks' (suffix:4,
+    # at the method's reference K (suffix PRIOR_K, n-gram 4): those priors span settings and hosts; the other Ks' (suffix:4,
     # ngram:16) are a few settings of one host, whose narrow bands would state less spread than was measured
     rows = [p for p in (own_priors() if own is None else own) if p.method == method and p.k_bar_low > 0 and p.k == reference_k(method)]
     if not rows:
@@ -377,7 +377,7 @@ def published_prior(corpus: str | None, family: str, method: str = "suffix",
 def suffix_over_ngram_ratios(table: tuple[PublishedKbar, ...] | list[PublishedKbar] | None = None,
                              own: tuple[OwnKbarPrior, ...] | list[OwnKbarPrior] | None = None) -> dict[str, float]:
     """suffix K̄ / n-gram K̄ on every corpus where both are known from one source: the own-output priors at the
-    reference K (suffix 32, n-gram 4; SmolLM2 on humaneval and ShareGPT) and the published figures of one publication
+    reference K (suffix PRIOR_K, n-gram 4; SmolLM2 on humaneval and ShareGPT) and the published figures of one publication
     (the SuffixDecoding paper: Spec-Bench, SWE-Bench, AgenticSQL). MEASURED 1.13 (Spec-Bench) to 2.68 (AgenticSQL):
     suffix decoding drafts from the prompt and output as prompt lookup does, plus its global tree of earlier answers."""
     out: dict[str, float] = {}

@@ -13,7 +13,7 @@ FLOPs, seconds.
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from advisor.hardware.gpus import GpuSpec
 from advisor.model.schema import ModelProfile
@@ -111,12 +111,19 @@ class StepShape(BaseModel):
     """Speculative decoding is on (verification step, or a plain step in a speculative run)."""
     draft_share: float = Field(default=0.0, ge=0, le=1)
     """Share of sequences that drafted at least one token this step."""
-    k: int = Field(default=32, ge=1)
-    """num_speculative_tokens (sets vLLM's CUDA-graph capture sizes)."""
+    k: int | None = Field(default=None, ge=1)
+    """num_speculative_tokens the engine was booted with (sets vLLM's CUDA-graph capture sizes); read only by a
+    verification step (``spec`` with more than one token per sequence), which needs it; None: a plain step."""
     build: Build = "release"
     """Which host profile's speculative-step costs apply (calibration/host_profiles.csv)."""
     method: _hp.Method = "suffix"
     """The CPU proposer (suffix decoding or n-gram): each has its own step cost in the profile."""
+
+    @model_validator(mode="after")
+    def _k_for_verification(self) -> "StepShape":
+        if self.spec and self.tokens_per_seq > 1 and self.k is None:
+            raise ValueError("a verification step (spec, tokens_per_seq > 1) needs k, the K the engine was booted with")
+        return self
 
 
 class StepCost(BaseModel):
@@ -334,9 +341,10 @@ def _profile_key(p: ModelProfile) -> tuple:
 
 def r_ratio(
     p: ModelProfile, gpu: GpuSpec, tp: int, *, concurrency: int, draft_tokens: float, context: float,
-    draft_share: float = 0.6, k: int = 32, build: Build = "release", method: _hp.Method = "suffix",
+    draft_share: float = 0.6, k: int | None = None, build: Build = "release", method: _hp.Method = "suffix",
 ) -> RBreakdown:  # fmt: skip
-    """R for ``concurrency`` sequences verifying ``draft_tokens`` drafted tokens each on average (memoised)."""
+    """R for ``concurrency`` sequences verifying ``draft_tokens`` drafted tokens each on average (memoised) by an
+    engine booted at K = ``k`` (None only where nothing is drafted: ``draft_tokens`` 0)."""
     key = (_profile_key(p), gpu.name, gpu.bandwidth_tbs, gpu.bf16_tflops, gpu.fp8_tflops, gpu.interconnect_gbs, tp,
            concurrency, round(draft_tokens, 4), round(context, 1), round(draft_share, 4), k, build, method)  # fmt: skip
     hit = _R_CACHE.get(key)
@@ -346,7 +354,7 @@ def r_ratio(
 
 
 def _r_ratio(p: ModelProfile, gpu: GpuSpec, tp: int, concurrency: int, draft_tokens: float, context: float,
-             draft_share: float, k: int, build: Build = "release", method: _hp.Method = "suffix") -> RBreakdown:  # fmt: skip
+             draft_share: float, k: int | None, build: Build = "release", method: _hp.Method = "suffix") -> RBreakdown:  # fmt: skip
     plain = step_cost(p, gpu, tp, StepShape(seqs=concurrency, tokens_per_seq=1, context=context, k=k, build=build))
     spec = step_cost(
         p, gpu, tp,

@@ -1,7 +1,7 @@
 """Probe configurations: ``--configs vanilla,suffix:32,ngram:4,suffix:16@gmu=0.8`` and their server flags.
 
 Grammar of one item: ``METHOD[:K][@KEY=VALUE]...`` with METHOD ``vanilla``, ``suffix`` (K defaults to
-32, the write-up's) or ``ngram`` (K defaults to 4). KEYs override the campaign's settings for this
+the decider's, rules/policy/decider.yaml ``num_speculative_tokens``) or ``ngram`` (K defaults to 4). KEYs override the campaign's settings for this
 configuration only: ``gmu``, ``max_model_len``, ``max_num_seqs``, ``tp``, ``cudagraph``; for suffix
 ``max_tree_depth``, ``max_cached_requests``, ``max_spec_factor``, ``min_token_prob``; for ngram
 ``prompt_lookup_min``, ``prompt_lookup_max``. ``ngram_gpu[:K]`` is vLLM's GPU n-gram proposer (the same
@@ -24,10 +24,11 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from advisor.errors import UsageError
 from advisor.domain.decision import Decision, SuffixParams
 from advisor.kbar.ngram import DEFAULT_NGRAM_K
+from advisor.rules.policy import load_policy
 from advisor.vllm_facts import DEFAULT_VERSION
 
-DEFAULT_K = {"suffix": 32, "ngram": DEFAULT_NGRAM_K, "ngram_gpu": DEFAULT_NGRAM_K, "mtp": 1, "eagle3": 3, "eagle": 3,
-             "draft_model": 3}
+DEFAULT_K = {"ngram": DEFAULT_NGRAM_K, "ngram_gpu": DEFAULT_NGRAM_K, "mtp": 1, "eagle3": 3, "eagle": 3, "draft_model": 3}
+"""K of a configuration written without one, per method; suffix's is the decider's (:func:`default_k`)."""
 DRAFTER_METHODS = ("eagle3", "eagle", "draft_model")
 """Methods whose drafter is a model, named with ``@draft=DIR_OR_ID`` (advisor.methods: ``uses_drafter``)."""
 NGRAM_METHODS = ("ngram", "ngram_gpu")
@@ -60,11 +61,16 @@ class ProbeConfig(BaseModel):
         return self.method == "vanilla"
 
 
+def default_k(method: str) -> int:
+    """K of ``METHOD`` written without one: suffix's from rules/policy/decider.yaml, the others' :data:`DEFAULT_K`."""
+    return load_policy().num_speculative_tokens if method == "suffix" else DEFAULT_K[method]
+
+
 def _parse_one(item: str) -> ProbeConfig:
     head, *pairs = item.strip().split("@")
     method, _, k_text = head.partition(":")
     method = method.strip().lower()
-    if method != "vanilla" and method not in DEFAULT_K:
+    if method not in ("vanilla", "suffix", *DEFAULT_K):
         raise UsageError(f"unknown probe configuration {item!r}: expected vanilla, suffix[:K], ngram[:K], ngram_gpu[:K], "
                          "mtp[:K], or eagle3[:K] / eagle[:K] / draft_model[:K] with @draft=DIR_OR_ID")
     if method == "vanilla" and k_text:
@@ -72,7 +78,7 @@ def _parse_one(item: str) -> ProbeConfig:
     k = None
     if method != "vanilla":
         try:
-            k = int(k_text) if k_text else DEFAULT_K[method]
+            k = int(k_text) if k_text else default_k(method)
         except ValueError:
             raise UsageError(f"{item!r}: K must be an integer") from None
         if not 1 <= k <= 64:

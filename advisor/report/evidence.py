@@ -23,8 +23,17 @@ from pydantic import BaseModel, ConfigDict
 from advisor.model.schema import ModelProfile
 from advisor.predict.dataset import Observation, ProfileFn
 
-ALT_K = (4, 8, 16, 32)
-"""K values drawn beside the chosen one in the memory figure."""
+SMALLEST_ALT_K = 4
+"""The smallest K drawn beside the chosen one in the memory figure (:func:`alt_ks`)."""
+
+
+def alt_ks() -> tuple[int, ...]:
+    """K values drawn beside the chosen one in the memory figure: the decider's default K and the lower Ks its
+    layout search falls back to (rules/policy/decider.yaml), and :data:`SMALLEST_ALT_K`."""
+    from advisor.rules.policy import load_policy
+
+    pol = load_policy()
+    return tuple(sorted({SMALLEST_ALT_K, *pol.suffix_k_fallback, pol.num_speculative_tokens}))
 
 
 class KRPoint(BaseModel):
@@ -184,7 +193,7 @@ def _spec_label(decision) -> str:
 
 def memory_bars(rec, profile: ModelProfile) -> list[MemoryBar]:
     """The recommendation's own plan (``rec.memory``) first, then the same decision without
-    speculation and with the other K values of ALT_K, each planned without the alternative search;
+    speculation and with the other K values of :func:`alt_ks`, each planned without the alternative search;
     when the chosen one does not boot, also the planner's smallest TP that does (more GPUs than given)."""
     from advisor.hardware.gpus import get_gpu
     from advisor.plan.memory import plan_memory
@@ -198,7 +207,7 @@ def memory_bars(rec, profile: ModelProfile) -> list[MemoryBar]:
     if d.speculative_method:
         alts.append(d.model_copy(update={"speculative_method": None, "num_speculative_tokens": None}))
     alts += [d.model_copy(update={"speculative_method": "suffix", "num_speculative_tokens": k})
-             for k in ALT_K if not (d.speculative_method == "suffix" and d.num_speculative_tokens == k)]  # fmt: skip
+             for k in alt_ks() if not (d.speculative_method == "suffix" and d.num_speculative_tokens == k)]  # fmt: skip
     gpu = get_gpu(rec.host.gpu)
     runs = [(alt, _spec_label(alt), rec.host.gpus) for alt in alts]
     need = rec.memory.min_gpus_for_weights

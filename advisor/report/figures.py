@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import re
 
+from advisor.predict.dataset import SEED_K
 from advisor.report.evidence import KRPoint, MemoryBar
 
 TERMS = (("weights", "#4c72b0"), ("activation_peak", "#dd8452"), ("spec_decode_extra", "#c44e52"),
@@ -86,7 +87,7 @@ def kr_plane(seed: list[KRPoint], probes: list[KRPoint], rec: dict | None) -> st
             ax.scatter([r], [rec["k_bar"]], s=60, marker="D", facecolors="none", edgecolors=REC_COLOUR, lw=1.4,
                        label="its K̄ before calibration", zorder=5)  # fmt: skip
         n = sum(p.host_state == state for p in seed)
-        ax.set_title(f"host DSA queues {state}: {n} seed rows (8xB200, K=32)", fontsize=10)
+        ax.set_title(f"host DSA queues {state}: {n} seed rows (8xB200, K={SEED_K})", fontsize=10)
         ax.set_xlim(lo, hi)
         ax.set_ylim(lo, hi)
         for axis in (ax.xaxis, ax.yaxis):

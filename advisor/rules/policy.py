@@ -44,7 +44,8 @@ class Policy(BaseModel):
     fitted_factor_within: float = Field(gt=0, le=2)
     """|ln fitted_factor| up to which a suffix prediction decides without a probe plan (beyond: unsure)."""
     num_speculative_tokens: int = Field(ge=1, le=64)
-    """Suffix K when neither --k nor a rule sets it."""
+    """Suffix K when neither --k nor a rule sets it: the one K default, which every other default of K reads
+    (advisor.kbar, advisor.probe.configs, advisor.predict.api; tests/test_k_default.py greps for a second one)."""
     suffix_k_fallback: tuple[int, ...]
     seqs_caps: tuple[int, ...]
     p_win_cap_unchecked: float = Field(gt=0.5, le=1)
