@@ -157,6 +157,24 @@ def benchmark(rec, *, rate: float | None = None, max_tpot_ms: float | None = Non
         points = [BenchPoint(pattern="poisson", request_rate=rate, in_flight=_in_flight(pred, rate, conc), **common)]
     else:
         points = [BenchPoint(pattern="closed", concurrency=conc, **common)]
+    sla = {"max_tpot_ms": max_tpot_ms, "max_ttft_ms": max_ttft_ms, "statistic": STATISTIC,
+           "claimed": bool(rec.sla_met) and (max_tpot_ms is not None or max_ttft_ms is not None)}  # fmt: skip
+    return _assemble(points, answered, {p.pattern: _predicted(pred, p.pattern) for p in points}, sla, answer_facts(rec))
+
+
+def benchmark_of_figures(*, model: str, concurrency: int, prompt_len: int, output_len: int, predicted: dict,
+                         sla: dict, answer: dict) -> dict:  # fmt: skip
+    """The ``benchmark`` object of a closed-loop answer given by its figures rather than a Recommendation (a
+    pre-registered campaign's answers, which predate ``benchmark``: scripts/c14_verify_records.py): the command
+    :func:`benchmark` builds for it, ``predicted`` as ``commands[].predicted`` holds it (``tpot_ms``, ``ttft_ms``,
+    ``output_throughput_tok_s``, ``step_ms`` bands), the SLA and the answer's facts (:func:`answer_facts`' keys)."""
+    point = BenchPoint(model=model, pattern="closed", concurrency=concurrency, prompt_len=prompt_len, output_len=output_len)
+    sla = {"max_tpot_ms": sla.get("max_tpot_ms"), "max_ttft_ms": sla.get("max_ttft_ms"), "statistic": STATISTIC,
+           "claimed": bool(sla.get("claimed"))}  # fmt: skip
+    return _assemble([point], "closed", {"closed": predicted}, sla, answer)
+
+
+def _assemble(points: list[BenchPoint], answered: Pattern, predicted: dict, sla: dict, answer: dict) -> dict:
     commands = []
     for p in points:
         args = bench_args(p)
@@ -165,11 +183,10 @@ def benchmark(rec, *, rate: float | None = None, max_tpot_ms: float | None = Non
                          "num_prompts": num_prompts(p), "argv": ["vllm", *args],
                          "command": " ".join(shlex.quote(a) for a in ["vllm", *args]),
                          "result_file": f"{RESULT_DIR}/{result_filename(p)}",
-                         "predicted": _predicted(pred, p.pattern)})  # fmt: skip
-    sla = {"max_tpot_ms": max_tpot_ms, "max_ttft_ms": max_ttft_ms, "statistic": STATISTIC,
-           "claimed": bool(rec.sla_met) and (max_tpot_ms is not None or max_ttft_ms is not None)}  # fmt: skip
-    return {"pattern": answered, "model": common["model"], "prompt_len": prompt_len, "output_len": output_len,
-            "commands": commands, "sla": sla, "answer": answer_facts(rec),
+                         "predicted": predicted[p.pattern]})  # fmt: skip
+    first = points[0]
+    return {"pattern": answered, "model": first.model, "prompt_len": first.prompt_len, "output_len": first.output_len,
+            "commands": commands, "sla": sla, "answer": answer,
             "num_prompts_why": f"max({LIFETIMES} x requests in flight, {MIN_PROMPTS}): ten waves of a closed loop "
                                f"(ramp and drain weigh 2 of 10), about ten request lifetimes of an open one",
             "verify": f"advisor verify --result {commands[0]['result_file']} --prediction RECOMMEND.json"}  # fmt: skip
