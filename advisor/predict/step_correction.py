@@ -213,17 +213,22 @@ def applied(rows: tuple[StepCorrection, ...] | list[StepCorrection], how: str = 
 
 
 def lookup(p: "ModelProfile", tp: int, dp: int = 1) -> tuple[StepCorrection, str] | None:
-    """(the row that applies to ``p`` at TP ``tp`` x DP ``dp`` on the host of the enclosing :func:`applied`, how the
-    host matched) or None: only an applied row of the model's class and dtype measured at that TP, one replica
-    unless the class is dense."""
+    """(the row measured for ``p`` at TP ``tp`` x DP ``dp`` on the host of the enclosing :func:`applied`, how the
+    host matched) or None: a row of the model's class and dtype measured at that TP, one replica unless the class is
+    dense. The caller multiplies by its factor only when ``applied``; a row that is not applied is said, not used."""
     rows, how = _ACTIVE.get()
     if not rows:
         return None
     cls, dt = key_of(p)
     for r in rows:
-        if r.applied and r.arch_class == cls and r.dtype == dt and tp in r.tps and (dp == 1 or cls == "dense"):
+        if r.arch_class == cls and r.dtype == dt and tp in r.tps and (dp == 1 or cls == "dense"):
             return r, how
     return None
+
+
+def not_applied_note(r: StepCorrection) -> str:
+    return (f"step correction x{r.factor:.2f} measured for {r.label()} (campaign {r.campaigns.replace(';', ', ')}) NOT "
+            f"APPLIED: {r.why_not}; the physics alone")  # fmt: skip
 
 
 def log_ratio(measured: float, predicted: float) -> float:
