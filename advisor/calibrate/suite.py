@@ -41,6 +41,9 @@ def evaluate_all(profile_of, rules_dirs) -> dict:
                             "serving_real_fit": real,
                             "serving_fit": host_infer.serving_fit(calibration, profile_of, rec.read_jsonl_records)}
     res["mtp"] = mtp_check(calibration, profile_of)
+    from advisor.calibrate import step_corrections
+
+    res["verify"] = step_corrections.evaluate(calibration)
     return res
 
 

@@ -29,6 +29,63 @@ def _store_records() -> tuple[list, str]:
         return records, str(store_path(s))
 
 
+def _store_verify_records() -> tuple[list, str]:
+    """The verify runs of the user's probe store (advisor verify), or ([], why) without a store."""
+    from advisor.probe.store import open_store, store_path
+
+    s = settings()
+    if not store_path(s).exists():
+        return [], f"no probe store at {store_path(s)} yet"
+    with open_store(s, busy_timeout_s=2.0) as store:
+        runs = store.list_verify()
+        for line in store.skipped:
+            print(f"warning: {line}", file=sys.stderr)
+    return [r for _, r in runs], str(store_path(s))
+
+
+def _ln_pct(x: float | None) -> str:
+    return "-" if x is None else f"{x:.3f}"
+
+
+def _print_verify(v: dict) -> None:
+    """calibrate --evaluate's verify section: first pass by class, the measured step corrections, leave one model out."""
+    if not v.get("available"):
+        print("\nverify records: none committed")
+        return
+    lines = ["", f"verify records ({', '.join(v['sources'])}): {v['records']} run(s), {v['step_points']} with a decode step on a "
+             "known host profile", "  first pass (as the answers predicted; ln(measured / predicted): median, median |ln|, runs):"]
+    for cls, e in v["first_pass"].items():
+        figs = "; ".join(f"{fig.replace(' ms', '')} {f['median_log']:+.3f} / {f['median_abs_log']:.3f} ({f['runs']})"
+                         for fig, f in e["figures"].items())
+        lines.append(f"    {cls} [{', '.join(e['models'])}]: {figs}")
+    lines.append("  step corrections (median ITL / predicted decode step; shipped table "
+                 f"{'matches the fit' if v['shipped_matches_fit'] else 'DIFFERS from the fit'}):")
+    lo = v["leave_one_model_out"]
+    for g in lo["groups"]:
+        state = "applied" if g["applied"] else f"NOT applied ({g['why_not']})"
+        lomo = g["lomo_empty"] or f"leave-one-model-out median |ln| {_ln_pct(g['lomo_median_abs_log'])}"
+        fac = f"x{g['factor_in_sample']:.3f}" if g["factor_in_sample"] else "none"
+        lines.append(f"    {g['arch_class']} {g['dtype']} on {g['host_profile']} TP {g['tp']}: {fac} in sample over {g['runs']} run(s), "
+                     f"{state}; baseline (no correction) median |ln| {_ln_pct(g['baseline_median_abs_log'])}; {lomo}")  # fmt: skip
+    p = lo["pooled"]
+    lines.append(f"  leave one model out, pooled over groups with a held-out factor: {p['runs']} run(s)"
+                 + (f", median |ln| {_ln_pct(p['lomo_median_abs_log'])} vs baseline {_ln_pct(p['baseline_median_abs_log'])}" if p["runs"]
+                    else ": none (every group has one model only)"))  # fmt: skip
+    for line in v["left_out"]:
+        lines.append(f"  left out: {line}")
+    u = v.get("user_store")
+    if u:
+        lines.append(f"  your store: {u['records']} run(s), {u['step_points']} with a decode step on a known host profile; "
+                     f"{len(u['corrections'])} correction(s)")  # fmt: skip
+        for g in u["leave_one_model_out"]["groups"]:
+            lomo = g["lomo_empty"] or f"leave-one-model-out median |ln| {_ln_pct(g['lomo_median_abs_log'])}"
+            lines.append(f"    {g['arch_class']} {g['dtype']} on {g['host_profile']} TP {g['tp']}: x{g['factor_in_sample'] or 0:.3f}; "
+                         f"baseline median |ln| {_ln_pct(g['baseline_median_abs_log'])}; {lomo}")  # fmt: skip
+        for line in u["left_out"]:
+            lines.append(f"    left out: {line}")
+    print("\n".join(lines))
+
+
 def _print_evaluation(res: dict) -> None:
     lines = ["leave-one-model-out over the seed sweep (fit on 9 models, predict the 10th)",
              "  recommend = the decision `advisor recommend` makes (rules, probe band, memory planner), as shipped",
@@ -274,6 +331,11 @@ def calibrate_cmd(
         from advisor.calibrate.real_probes import MISS_NOISE_Z
 
         res = evaluate_all(profile_of, settings().rules_dirs)
+        user_verify, _ = _store_verify_records()
+        if user_verify:
+            from advisor.calibrate.step_corrections import user_section
+
+            res["verify"]["user_store"] = user_section(user_verify)
         if json_out:
             emit_json(res)
         else:
@@ -338,6 +400,7 @@ def calibrate_cmd(
                       f"x{math.exp(miss['margin_ln']):.2f} better over {miss['passes']} pass(es)"
                       + (f" (within the noise: {MISS_NOISE_Z:g} standard errors are x{math.exp(miss['noise_bound_ln']):.2f})"
                          if miss["within_noise"] else ""))  # fmt: skip
+            _print_verify(res["verify"])
         return
     from advisor.calibrate.refit import refit_report
 
@@ -349,6 +412,13 @@ def calibrate_cmd(
     from advisor.predict.host_profile import USER_FILE
 
     report["host_profiles"] = store_host_profiles(records, profile_of, settings().data_dir / USER_FILE)
+    from advisor.calibrate.step_corrections import store_user
+    from advisor.cli.wiring import load_user_profiles
+    from advisor.predict.step_correction import USER_FILE as STEP_FILE
+
+    load_user_profiles(settings())  # the profiles just fitted: a verify run on a probed host matches its own
+    verify_records, _ = _store_verify_records()
+    report["step_corrections"] = store_user(verify_records, settings().data_dir / STEP_FILE, where)
     from advisor.probe import hostcpu
 
     report["host_cpu"] = hostcpu.summary(records)
@@ -369,6 +439,15 @@ def calibrate_cmd(
               + (" (AT THE FIT GRID'S EDGE)" if h["at_grid_edge"] else "") + f" -> {report['host_profiles']['file']}")
     for line in report["host_profiles"]["skipped"]:
         print(f"host profile not fitted: {line}")
+    sc = report["step_corrections"]
+    for c in sc["corrections"]:
+        state = "applied where measured" if c["applied"] else f"NOT applied: {c['why_not']}"
+        print(f"step correction x{c['factor']:.3f} for {c['arch_class']} {c['dtype']} on host profile {c['host_profile']} at TP "
+              f"{c['tp']} ({c['points']} verify run(s) of {c['models'].replace(';', ', ')}; {state}) -> {sc['file']}")  # fmt: skip
+    if sc["records"] and not sc["corrections"]:
+        print(f"step corrections: none from {sc['records']} verify run(s) in the store")
+    for line in sc["left_out"]:
+        print(f"verify run left out of the step corrections: {line}")
     print(f"calibration: {report['seed_rows']} seed rows + {report['probe_rows']} probe rows ({where})")
     if not report["rows"]:
         print("  no paired suffix/vanilla probe campaigns to refit on; the shipped seed calibration stays in use")

@@ -68,11 +68,14 @@ def build_recommendation(model: str, opts, gpus_per_node: int | None = None, **c
     predict = StorePredictor(s)
     rules = load_rules(s.rules_dirs, facts=fact_names())
     drafters = drafters_of(profile, opts.draft, s)
+    from advisor.cli.wiring import step_corrections_for
+
+    corrections, how = step_corrections_for(s, host, predict.skipped)
     rec = recommend(
         profile, host, workload, rules,
         tensor_parallel_size=tp, max_model_len=max_model_len, num_speculative_tokens=k,
         gpu_memory_utilization=gmu, predictor=predict, planner=planner, query=query, drafters=drafters,
-        probes=predict.records or (),
+        probes=predict.records or (), step_corrections=corrections, step_correction_how=how,
     )  # fmt: skip
     rec.warnings.extend(predict.skipped)
     return rec

@@ -96,6 +96,33 @@ def load_user_profiles(settings, skipped: list[str] | None = None) -> list:
     return rows
 
 
+def step_corrections_for(settings, host: HostContext, skipped: list[str] | None = None) -> tuple[tuple, str]:
+    """The measured step corrections of this host's profile (advisor.predict.step_correction.for_host): the shipped
+    table's and those ``advisor calibrate`` fitted from this user's verify records (data dir). The CPU is read only
+    for a detected host (a ``--gpu`` on the command line may name another machine's: matched by GPU and vLLM line).
+    A bad row of the user's file is left out, named in ``skipped``."""
+    from advisor.predict import step_correction as stc
+
+    path = settings.data_dir / stc.USER_FILE
+    lost: list[str] = []
+    try:
+        rows = stc.read_rows(path.read_text(encoding="utf-8"), lost) if path.is_file() else []
+    except (OSError, ValueError, TypeError) as exc:
+        rows, lost = [], [f"step corrections: unreadable ({type(exc).__name__}: {str(exc)[:200]})"]
+    if skipped is not None:
+        skipped += [f"{path}: {line}" for line in lost]
+    cpu = None
+    if host.origin == "detected":
+        from advisor.errors import AdvisorError
+        from advisor.hardware.host import collect_host
+
+        try:
+            cpu = collect_host(settings).cpu.model
+        except (OSError, AdvisorError):
+            cpu = None
+    return stc.for_host(host.gpu, cpu, host.vllm_version, rows)
+
+
 class StorePredictor:
     """The :class:`~advisor.plan.seams.Predictor` for :func:`~advisor.plan.recommend.recommend`:
     fitted on the seed sweep plus this user's probe records (the SQLite store, when it exists), with

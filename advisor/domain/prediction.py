@@ -121,6 +121,21 @@ class MeasuredNear(BaseModel):
     """What differs from the recommended deployment, in words."""
 
 
+class StepCorrectionApplied(BaseModel):
+    """A measured step correction the launched configuration's decode step carries (advisor.predict.step_correction):
+    only where ``advisor verify`` measured the host profile and the model's class."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    factor: float = Field(gt=0)
+    host_profile: str
+    arch_class: str
+    dtype: str
+    tp: str
+    campaigns: str
+    note: str
+
+
 LAYOUT_FIGURES = ("throughput_tok_s", "tpot_ms", "ttft_ms", "step_ms", "prefill_ms", "speculative_gain",
                   "running_per_replica", "waiting_per_replica", "layout", "method", "objective", "prompt_len",
                   "output_len", "figure_notes", "tok_s_per_gpu", "tok_s_per_user", "max_num_seqs", "max_num_batched_tokens",
@@ -196,6 +211,8 @@ class RecommendedPrediction(Prediction):
     gpus_used: int | None = None
     spec_schedule: list[list[int]] | None = None
     schedule_reason: str | None = None
+    step_correction: StepCorrectionApplied | None = None
+    """The measured step correction the decode step carries (None, and absent from ``--json``: the physics alone)."""
 
     @model_serializer(mode="wrap")
     def _figures_once_searched(self, handler):
@@ -203,4 +220,6 @@ class RecommendedPrediction(Prediction):
         for name in LAYOUT_FIGURES:
             if name not in self.model_fields_set:
                 data.pop(name, None)
+        if self.step_correction is None:
+            data.pop("step_correction", None)
         return data

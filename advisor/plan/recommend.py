@@ -149,6 +149,48 @@ def recommend(
     build: str = "release",
     drafters=(),
     probes=(),
+    step_corrections=(),
+    step_correction_how: str = "",
+) -> Recommendation:
+    """The whole decision (:func:`_recommend`), every decode step priced with the measured step corrections of this
+    host (``step_corrections``: advisor.predict.step_correction.for_host, and ``step_correction_how`` how the host
+    matched their profile; none: the physics alone). The launched configuration's correction, where one applies, is
+    ``prediction.step_correction``."""
+    from advisor.predict import step_correction as stc
+
+    with stc.applied(step_corrections, step_correction_how):
+        rec = _recommend(profile, host, workload, rules, tensor_parallel_size=tensor_parallel_size,
+                         max_model_len=max_model_len, num_speculative_tokens=num_speculative_tokens,
+                         gpu_memory_utilization=gpu_memory_utilization, predictor=predictor, planner=planner,
+                         query=query, build=build, drafters=drafters, probes=probes)  # fmt: skip
+        d = rec.decision
+        hit = stc.lookup(profile, d.tensor_parallel_size, d.data_parallel_size) if rec.prediction is not None else None
+    if hit is None or not hit[0].applied:
+        return rec
+    row, how = hit
+    from advisor.domain.prediction import StepCorrectionApplied
+
+    applied = StepCorrectionApplied(factor=row.factor, host_profile=row.host_profile, arch_class=row.arch_class,
+                                    dtype=row.dtype, tp=row.tp, campaigns=row.campaigns, note=row.note(how))  # fmt: skip
+    return rec.model_copy(update={"prediction": rec.prediction.model_copy(update={"step_correction": applied})})
+
+
+def _recommend(
+    profile: ModelProfile,
+    host: HostContext,
+    workload: Workload,
+    rules: list[Rule],
+    *,
+    tensor_parallel_size: int | None = None,
+    max_model_len: int | None = None,
+    num_speculative_tokens: int | None = None,
+    gpu_memory_utilization: float | None = None,
+    predictor: Predictor | None = None,
+    planner: MemoryPlanner | None = None,
+    query: LayoutQuery | None = None,
+    build: str = "release",
+    drafters=(),
+    probes=(),
 ) -> Recommendation:
     """The whole decision. The :class:`~advisor.plan.seams.Predictor` and the
     :class:`~advisor.plan.seams.MemoryPlanner` are injected so that this function stays pure and

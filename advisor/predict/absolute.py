@@ -31,6 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from advisor.domain.prediction import INTERVAL_Z, Band
 from advisor.hardware.gpus import GpuSpec
 from advisor.model.schema import ModelProfile
+from advisor.predict import step_correction
 from advisor.predict import stepcost as sc
 from advisor.predict.kbar_prior import KbarChoice
 
@@ -156,6 +157,12 @@ def decode_step(p: ModelProfile, gpu: GpuSpec, lay: ReplicaLayout, seqs: int, co
         if a2a:
             notes.append(f"DP all-gather + reduce-scatter around each MoE layer {a2a * 1e3:.1f} ms (vLLM's default "
                          f"allgather_reducescatter backend, EP or not; ASSUMED latency {A2A_LATENCY_S * 1e6:.0f} us each)")
+    corr = step_correction.lookup(p, lay.tp, lay.dp)  # only where `advisor verify` measured this host and class
+    if corr is not None and corr[0].applied:
+        total *= corr[0].factor
+        notes.append(corr[0].note(corr[1]))
+    elif corr is not None:
+        notes.append(step_correction.not_applied_note(corr[0]))
     return total, notes
 
 

@@ -23,6 +23,7 @@ from advisor.errors import DataError, OutputError
 from advisor.probe.record import ProbeRecord
 
 if TYPE_CHECKING:
+    from advisor.probe.verify_record import VerifyRecord
     from advisor.settings import Settings
 
 SCHEMA_VERSION = 1
@@ -50,6 +51,23 @@ CREATE INDEX IF NOT EXISTS probes_model ON probes (model, outcome);
 CREATE INDEX IF NOT EXISTS probes_host ON probes (host_fingerprint);
 """
 
+_VERIFY_SCHEMA = """
+CREATE TABLE IF NOT EXISTS verify_runs (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    schema_version INTEGER NOT NULL,
+    created_at TEXT NOT NULL,
+    model TEXT NOT NULL,
+    gpu TEXT,
+    host_fingerprint TEXT NOT NULL,
+    sla_missed INTEGER NOT NULL,
+    record_json TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS verify_runs_model ON verify_runs (model);
+"""
+"""``advisor verify``'s runs (advisor.probe.verify_record.VerifyRecord, each row carrying its own schema_version).
+Created by the first stored run, in that run's transaction: a store without it is read as holding none, and the
+probes table's layout (``schema_version``) is unchanged, so an older advisor still reads the store's probes."""
+
 _COLUMNS = ("id", "campaign_id", "model", "config", "outcome", "gpu", "corpus", "concurrency", "throughput_tok_s",
             "host_fingerprint", "vllm_version", "started_at", "record_json")
 _FILTERS = ("model", "campaign_id", "config", "outcome", "gpu", "corpus", "host_fingerprint", "vllm_version")
@@ -57,9 +75,10 @@ _FILTERS = ("model", "campaign_id", "config", "outcome", "gpu", "corpus", "host_
 
 class StoreWriteError(OutputError):
     """A record could not be written (a full disk, an I/O error, a lock never released): exit 73. ``record`` is the
-    measurement that was not stored, for the caller to keep; ``disk_full`` says whether SQLite reported SQLITE_FULL."""
+    measurement that was not stored (a ProbeRecord or a VerifyRecord), for the caller to keep; ``disk_full`` says
+    whether SQLite reported SQLITE_FULL."""
 
-    def __init__(self, message: str, record: ProbeRecord, *, disk_full: bool) -> None:
+    def __init__(self, message: str, record: "ProbeRecord | VerifyRecord", *, disk_full: bool) -> None:
         super().__init__(message)
         self.record, self.disk_full = record, disk_full
 
@@ -220,18 +239,88 @@ class ProbeStore:
             except sqlite3.Error:
                 pass
 
-    def _write_error(self, exc: sqlite3.Error, record: ProbeRecord) -> StoreWriteError:
+    def _write_error(self, exc: sqlite3.Error, record, what: str | None = None, rerun: str | None = None) -> StoreWriteError:
         """The domain error for a failed write, by SQLite's error code: "disk full" for SQLITE_FULL, else the cause;
         it carries the record, which the caller keeps (advisor.probe.campaign prints it)."""
         code = getattr(exc, "sqlite_errorcode", None)  # Python 3.11+; on 3.10 the cause is only in the message
         full = isinstance(code, int) and code & 0xFF == getattr(sqlite3, "SQLITE_FULL", 13)
-        what = f"probe record {record.campaign_id}/{record.config} not stored in {self.path}"
+        what = what or f"probe record {record.campaign_id}/{record.config} not stored in {self.path}"
         if full:
             return StoreWriteError(f"disk full: {what} (SQLite: {exc}); free space or pass --data-dir another disk, "
-                                   "then rerun the same command: finished configurations are kept and skipped",
+                                   + (rerun or "then rerun the same command: finished configurations are kept and skipped"),
                                    record, disk_full=True)  # fmt: skip
-        return StoreWriteError(f"{what}: cannot write ({type(exc).__name__}: {exc}); rerun the same command to resume",
+        return StoreWriteError(f"{what}: cannot write ({type(exc).__name__}: {exc}); " + (rerun or "rerun the same command to resume"),
                                record, disk_full=False)  # fmt: skip
+
+    # --- verify runs -------------------------------------------------------------------------------------------
+
+    def insert_verify(self, record: "VerifyRecord") -> int:
+        """Validate ``record`` again and add it in its own transaction (the table is made by the first one); returns
+        its row id. An invalid record is a DataError and nothing is written; a failed write is a StoreWriteError."""
+        from pydantic import ValidationError
+
+        from advisor.probe.verify_record import VerifyRecord
+
+        try:
+            VerifyRecord.model_validate(record.model_dump())
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            raise DataError(f"verify run of {record.model} not stored: {'.'.join(map(str, first['loc']))}: "
+                            f"{first['msg']}") from None  # fmt: skip
+        if self.read_only:
+            raise DataError(f"probe store {self.path} is read-only here: the verify run cannot be stored; pass --data-dir "
+                            "a writable directory, or --no-store")  # fmt: skip
+        conn = self._conn
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            for statement in filter(None, (x.strip() for x in _VERIFY_SCHEMA.split(";"))):
+                conn.execute(statement)
+            cur = conn.execute(
+                "INSERT INTO verify_runs (schema_version, created_at, model, gpu, host_fingerprint, sla_missed, record_json)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (record.schema_version, record.created_at, record.model, record.gpu, record.host_fingerprint,
+                 int(record.sla_missed), record.model_dump_json()),
+            )  # fmt: skip
+            conn.execute("COMMIT")
+        except BaseException as exc:
+            self._rollback()
+            if isinstance(exc, sqlite3.Error):
+                raise self._write_error(exc, record, f"verify run of {record.model} not stored in {self.path}",
+                                        "then run verify again on the same result file") from None  # fmt: skip
+            raise
+        return int(cur.lastrowid)
+
+    def list_verify(self, model: str | None = None) -> list[tuple[int, "VerifyRecord"]]:
+        """(row id, record) of the stored verify runs in insertion order (optionally of one model); a row this advisor
+        cannot read (newer schema, damaged JSON, a value no run has) is left out and named in :attr:`skipped`."""
+        from pydantic import ValidationError
+
+        from advisor.probe.verify_record import SCHEMA_VERSION as VERIFY_VERSION
+        from advisor.probe.verify_record import VerifyRecord
+
+        self.skipped = []
+        tables = {r[0] for r in self._conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if "verify_runs" not in tables:
+            return []
+        sql = "SELECT id, schema_version, record_json FROM verify_runs"
+        rows = self._conn.execute(sql + (" WHERE model = ? ORDER BY id" if model else " ORDER BY id"), (model,) if model else ()).fetchall()
+        out = []
+        for row_id, version, text in rows:
+            where = f"probe store {self.path} verify run {row_id} skipped"
+            if not isinstance(version, int) or version > VERIFY_VERSION:
+                self.skipped.append(f"{where}: schema version {version!r}, newer than this advisor's {VERIFY_VERSION}: upgrade vllm-advisor")
+                continue
+            if not isinstance(text, (str, bytes)):
+                self.skipped.append(f"{where}: record_json is {type(text).__name__}, not JSON text")
+                continue
+            try:
+                out.append((int(row_id), VerifyRecord.model_validate_json(text)))
+            except RecursionError:
+                self.skipped.append(f"{where}: record_json nests too deeply")
+            except ValidationError as exc:
+                first = exc.errors()[0]
+                self.skipped.append(f"{where}: {'.'.join(map(str, first['loc'])) or 'record_json'}: {first['msg']}")
+        return out
 
     def list_records(self, model: str | None = None, **filters: str | None) -> list[ProbeRecord]:
         """Records in insertion order, optionally filtered by exact column values

@@ -24,6 +24,8 @@ STATISTICS = ("mean", "median", "p50", "p90", "p99")
 LENGTH_TOLERANCE = 0.10
 """Mean prompt / output length further than this from the predicted one: the run is not the answer's shape."""
 LOAD_TOLERANCE = 0.02
+STEP_FIGURE = "decode step ms"
+"""The row of a plain-decoding answer's predicted decode step against the run's median inter-token latency."""
 MAX_BYTES = 256 * 1024 * 1024
 
 
@@ -145,6 +147,7 @@ def compare(result: dict, bench: dict, *, statistic: str = "mean", source: str =
                         f"{_say(bench['model'])}: give the result of this model's benchmark")  # fmt: skip
     load = measured_load(result)
     cmd, warnings = _matching_command(bench, load)
+    load_matched = not warnings
     pred = cmd.get("predicted") or {}
     sla = bench.get("sla") or {}
     stat = "median" if statistic == "p50" and "p50_ttft_ms" not in result else statistic
@@ -158,6 +161,10 @@ def compare(result: dict, bench: dict, *, statistic: str = "mean", source: str =
         rows.append(_row(name, pred.get(key), float(result[k]), stat, limit,
                          {s: result.get(f"{s}_{metric}_ms") for s in ("mean", "median", "p90", "p99")}))  # fmt: skip
     rows.append(_row("output tok/s", pred.get("output_throughput_tok_s"), float(result["output_throughput"]), "run", None, {}))
+    answer = bench.get("answer") or {}
+    if answer.get("method") == "none" and isinstance(pred.get("step_ms"), dict) and _finite(result.get("median_itl_ms")):
+        # plain decoding: most inter-token gaps are one decode step (a closed loop's prefills come in waves)
+        rows.append(_row(STEP_FIGURE, pred["step_ms"], float(result["median_itl_ms"]), "median ITL", None, {}))
     done = result["completed"]
     mean_in, mean_out = result["total_input_tokens"] / done, result["total_output_tokens"] / done
     for what, measured, want in (("prompt", mean_in, bench.get("prompt_len")), ("output", mean_out, bench.get("output_len"))):
@@ -178,7 +185,8 @@ def compare(result: dict, bench: dict, *, statistic: str = "mean", source: str =
     return {"result": source, "model_id": result["model_id"], "load": load, "compared_with": cmd["pattern"],
             "statistic": stat, "rows": rows, "sla": sla, "sla_met": sla_met, "sla_claimed": claimed,
             "sla_missed": missed, "mean_prompt_len": round(mean_in, 1), "mean_output_len": round(mean_out, 1),
-            "completed": done, "failed": failed, "duration_s": result["duration"], "warnings": warnings}  # fmt: skip
+            "completed": done, "failed": failed, "duration_s": result["duration"], "load_matched": load_matched,
+            "warnings": warnings}  # fmt: skip
 
 
 def _row(name: str, band: dict | None, measured: float, stat: str, limit: float | None, spread: dict) -> dict:
@@ -292,3 +300,38 @@ def run_bench(bench: dict, url: str, *, vllm_bin: str = "vllm", result_dir: Path
         why = next((ln for ln in reversed(tail) if "Error" in ln or "error" in ln), tail[-1] if tail else "no output")
         raise ProbeError(f"vllm bench serve against {_say(url)} failed (exit {proc.returncode}): {_say(why.strip())}")
     return result
+
+
+def server_version(url: str, timeout_s: float = 5.0) -> str | None:
+    """The vLLM version the server at ``url`` reports (``GET /version``), or None when it does not say."""
+    import json as _json
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(url.rstrip("/") + "/version", timeout=timeout_s) as resp:  # noqa: S310 - the user's server
+            data = _json.loads(resp.read(4096).decode("utf-8", "replace"))
+    except (OSError, ValueError):
+        return None
+    v = data.get("version") if isinstance(data, dict) else None
+    return _say(v)[:40] if isinstance(v, str) and v.strip() else None
+
+
+def list_lines(runs: list, store: str) -> list[str]:
+    """``verify --list``: one line per stored run (row id, when, model, the host's GPU, load, figures, verdict)."""
+    if not runs:
+        return [f"no verify runs stored in {store} (advisor verify stores each run it compares)"]
+    out = [f"{len(runs)} verify run(s) in {store}:"]
+    for row_id, r in runs:
+        load = _load_words({"max_concurrency": r.max_concurrency, "request_rate": r.request_rate}, r.pattern)
+        figs = []
+        for row in r.rows:
+            name = row.figure.replace(" ms", "").replace("output ", "")
+            pred = row.predicted.value if row.predicted is not None and row.predicted.value else None
+            err = f" ({row.prediction_error_pct:+.0f}%)" if row.prediction_error_pct is not None else ""
+            figs.append(f"{name} {row.measured:g}" + (f" vs {pred:g}{err}" if pred is not None else ""))
+        verdict = "SLA MISSED" if r.sla_missed else "SLA met" if r.sla_met else "SLA not claimed" if r.sla_met is None else "SLA not met (not claimed)"
+        host = f"{r.host_gpu or 'no GPU'} host {r.host_fingerprint[:12]}"
+        where = f" [{r.campaign}/{r.label}]" if r.campaign else ""
+        out.append(f"  #{row_id} {r.created_at} {_say(r.model)}{where} on {r.gpu or '?'} ({host}, vLLM {r.vllm_version or '?'}"
+                   f"{', dummy weights' if r.weights == 'dummy' else ''}): {load}; {', '.join(figs)}; {verdict}")  # fmt: skip
+    return out

@@ -119,13 +119,14 @@ def _predicted(pred, pattern: Pattern) -> dict:
     if pred is None:
         return {}
     closed = getattr(pred, "closed_loop", None) if pattern == "closed" else None
+    step = _band(getattr(pred, "step_ms", None))  # the plain decode step at the running sequences (verify: median ITL)
     if closed:  # the closed loop simulated step by step (advisor.predict.closed_loop): what this benchmark reports
         return {"tpot_ms": _band(closed["mean_tpot_ms"]), "ttft_ms": _band(closed["mean_ttft_ms"]),
                 "median_ttft_ms": _band(closed["median_ttft_ms"]), "p99_ttft_ms": _band(closed["p99_ttft_ms"]),
-                "output_throughput_tok_s": _band(closed["output_tok_s"]),
+                "output_throughput_tok_s": _band(closed["output_tok_s"]), "step_ms": step,
                 "ttft_unloaded_ms": getattr(pred, "ttft_unloaded_ms", None), "notes": [TTFT_CLOSED_MODEL_NOTE]}  # fmt: skip
     out = {"tpot_ms": _band(getattr(pred, "tpot_ms", None)), "ttft_ms": _band(getattr(pred, "ttft_ms", None)),
-           "output_throughput_tok_s": _band(getattr(pred, "throughput_tok_s", None)),
+           "output_throughput_tok_s": _band(getattr(pred, "throughput_tok_s", None)), "step_ms": step,
            "ttft_unloaded_ms": getattr(pred, "ttft_unloaded_ms", None)}  # fmt: skip
     notes = []
     if pattern == "closed":
@@ -156,6 +157,24 @@ def benchmark(rec, *, rate: float | None = None, max_tpot_ms: float | None = Non
         points = [BenchPoint(pattern="poisson", request_rate=rate, in_flight=_in_flight(pred, rate, conc), **common)]
     else:
         points = [BenchPoint(pattern="closed", concurrency=conc, **common)]
+    sla = {"max_tpot_ms": max_tpot_ms, "max_ttft_ms": max_ttft_ms, "statistic": STATISTIC,
+           "claimed": bool(rec.sla_met) and (max_tpot_ms is not None or max_ttft_ms is not None)}  # fmt: skip
+    return _assemble(points, answered, {p.pattern: _predicted(pred, p.pattern) for p in points}, sla, answer_facts(rec))
+
+
+def benchmark_of_figures(*, model: str, concurrency: int, prompt_len: int, output_len: int, predicted: dict,
+                         sla: dict, answer: dict) -> dict:  # fmt: skip
+    """The ``benchmark`` object of a closed-loop answer given by its figures rather than a Recommendation (a
+    pre-registered campaign's answers, which predate ``benchmark``: scripts/c14_verify_records.py): the command
+    :func:`benchmark` builds for it, ``predicted`` as ``commands[].predicted`` holds it (``tpot_ms``, ``ttft_ms``,
+    ``output_throughput_tok_s``, ``step_ms`` bands), the SLA and the answer's facts (:func:`answer_facts`' keys)."""
+    point = BenchPoint(model=model, pattern="closed", concurrency=concurrency, prompt_len=prompt_len, output_len=output_len)
+    sla = {"max_tpot_ms": sla.get("max_tpot_ms"), "max_ttft_ms": sla.get("max_ttft_ms"), "statistic": STATISTIC,
+           "claimed": bool(sla.get("claimed"))}  # fmt: skip
+    return _assemble([point], "closed", {"closed": predicted}, sla, answer)
+
+
+def _assemble(points: list[BenchPoint], answered: Pattern, predicted: dict, sla: dict, answer: dict) -> dict:
     commands = []
     for p in points:
         args = bench_args(p)
@@ -164,14 +183,30 @@ def benchmark(rec, *, rate: float | None = None, max_tpot_ms: float | None = Non
                          "num_prompts": num_prompts(p), "argv": ["vllm", *args],
                          "command": " ".join(shlex.quote(a) for a in ["vllm", *args]),
                          "result_file": f"{RESULT_DIR}/{result_filename(p)}",
-                         "predicted": _predicted(pred, p.pattern)})  # fmt: skip
-    sla = {"max_tpot_ms": max_tpot_ms, "max_ttft_ms": max_ttft_ms, "statistic": STATISTIC,
-           "claimed": bool(rec.sla_met) and (max_tpot_ms is not None or max_ttft_ms is not None)}  # fmt: skip
-    return {"pattern": answered, "model": common["model"], "prompt_len": prompt_len, "output_len": output_len,
-            "commands": commands, "sla": sla,
+                         "predicted": predicted[p.pattern]})  # fmt: skip
+    first = points[0]
+    return {"pattern": answered, "model": first.model, "prompt_len": first.prompt_len, "output_len": first.output_len,
+            "commands": commands, "sla": sla, "answer": answer,
             "num_prompts_why": f"max({LIFETIMES} x requests in flight, {MIN_PROMPTS}): ten waves of a closed loop "
                                f"(ramp and drain weigh 2 of 10), about ten request lifetimes of an open one",
             "verify": f"advisor verify --result {commands[0]['result_file']} --prediction RECOMMEND.json"}  # fmt: skip
+
+
+def answer_facts(rec) -> dict:
+    """What ``advisor verify`` stores beside the figures: the model's class and weights, the method, the layout, the
+    GPU and vLLM line the answer is for, and the measured step correction its decode step carries (1: none)."""
+    from advisor import __version__
+    from advisor.predict.step_correction import class_of, dtype_key
+
+    pred, d, m, host = rec.prediction, getattr(rec, "decision", None), rec.model, getattr(rec, "host", None)
+    corr = getattr(pred, "step_correction", None) if pred is not None else None
+    return {"model_id": m.get("id"), "arch_class": class_of(m.get("arch"), m.get("attention")) if m.get("arch") else None,
+            "weights_dtype": dtype_key(m.get("weights_dtype")) if m.get("weights_dtype") else None,
+            "method": (getattr(pred, "method", None) or "none") if pred is not None else None,
+            "gpu": getattr(host, "gpu", None), "gpus": getattr(d, "gpus", None),
+            "tensor_parallel_size": getattr(d, "tensor_parallel_size", None),
+            "data_parallel_size": getattr(d, "data_parallel_size", None), "vllm_version": getattr(host, "vllm_version", None),
+            "step_correction": corr.factor if corr is not None else 1.0, "advisor_version": __version__}  # fmt: skip
 
 
 def _in_flight(pred, rate: float, conc: int | None) -> float:

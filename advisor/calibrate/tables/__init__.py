@@ -22,6 +22,7 @@ TABLES: dict[str, str] = {
     "kbar_length": "K̄'s growth per doubling of the output length, per real-weight load",
     "kbar_own_priors": "per-corpus K̄ priors from real weights (and their evidence table)",
     "kbar_priors": "per-corpus K̄ priors the seed sweep implies",
+    "step_corrections": "measured decode-step corrections per host profile, class, dtype and TP, from verify records",
 }
 """Rebuildable tables: name (its module here) -> what it holds."""
 
