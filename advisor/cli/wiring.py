@@ -153,8 +153,13 @@ class StorePredictor:
         return self._seen[0]
 
     def cpu_model(self, gpu: str) -> str | None:
-        """This machine's CPU model, read only when a probed profile of ``gpu`` could match it."""
-        if not any(p.gpu.lower() == gpu.lower() for p in self.user_profiles):
+        """This machine's CPU model, read only when a profile of ``gpu`` could match it exactly: the user's probed
+        ones and the shipped ones (an ``exact`` serving profile is matched only on its own GPU, CPU model and vLLM
+        line, so a user on that host class gets it, as evaluation (b) prices that host's probes)."""
+        from advisor.predict import host_profile
+
+        profiles = list(self.user_profiles) + list(host_profile.listed())
+        if not any(p.gpu.lower() == gpu.lower() and p.cpu_model for p in profiles):
             return None
         if not self._cpu:
             from advisor.hardware.host import collect_host
