@@ -13,6 +13,7 @@ import math
 from advisor.domain.corpora import KNOWN_CORPORA
 from advisor.domain.prediction import INTERVAL_Z, HostState, Prediction
 from advisor.domain.workload import Workload
+from advisor.predict.dataset import KBAR_FLOOR
 from advisor.hardware.gpus import GpuSpec
 from advisor.model.schema import ModelProfile
 from advisor.rules.policy import load_policy
@@ -183,9 +184,13 @@ def predict(
     run_sigma = hp.run_sigma_of(used, "suffix")
     sigma = math.hypot(rows[0].sigma, spread, host_spread, run_sigma)
     row = rows[0]
-    k_bar = max(row.k_bar, 1.0)
-    r_eff = math.exp(sum(math.log(by_profile[pid][0].r.r) for pid in used) / len(used))
-    fitted_factor = math.exp(mu - math.log(k_bar) + math.log(r_eff))
+    # The three printed parts, each over the same rows as mu (the matched profiles x the host states): K̄ and R their
+    # geometric means, the fitted factor exp(mean of the fitted terms δ); mu = ln K̄ - ln R + δ row by row (offset +
+    # delta, calibrated.predict_row), so the parts multiply to the gain by construction of the terms, not by a residual.
+    mine = [r for pid in used for r in by_profile[pid]]
+    k_bar = math.exp(sum(math.log(max(r.k_bar, KBAR_FLOOR)) for r in mine) / len(mine))
+    r_eff = math.exp(sum(math.log(r.r.r) for r in mine) / len(mine))
+    fitted_factor = math.exp(sum(r.delta for r in mine) / len(mine))
     applied = any(r.fitted_applied for pid in used for r in by_profile[pid])
     source = row.k_bar_source
     if workload.k_bar:
