@@ -302,6 +302,6 @@ def fit(observations: Sequence[Observation], profile_of: ProfileFn, *, exclude_m
     return CalibratedModel(
         priors=priors, coef=[float(c) for c in reg.coef_[:n]], intercept=float(reg.intercept_),
         model_effects=effects, sigma_residual=sigma_res, sigma_model=sigma_model, n_obs=len(train),
-        sources=sorted({o.source.split(":")[0] if o.source.startswith("seed") else o.source for o in train}),
+        sources=sorted({o.source for o in train}),
         fitted_hosts=sorted({hp.get(o.build).id for o in train}), features=[f for f in FEATURES if f in features],
     )  # fmt: skip
