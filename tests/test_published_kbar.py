@@ -61,24 +61,25 @@ def test_published_priors_reach_recommend_with_their_citation(run_cli):
 
     llama = default_profile_of()(LLAMA_8B)
     p = predict(llama, get_gpu("H200"), 1, Workload(corpus="specbench", concurrency=4), host_state="OFF")
-    assert p.k_bar == pytest.approx(row.k_bar) and kp.published_source_id(p.k_bar_source) == row.source
+    assert p.k_bar == pytest.approx(row.k_bar) and (p.k_bar_kind, p.k_bar_published_source_id) == ("published", row.source)
     same = predict(llama, get_gpu("H200"), 1, Workload(corpus="specbench", concurrency=4, k_bar=row.k_bar), host_state="OFF")
     assert math.log(p.gain_high / p.gain_low) > math.log(same.gain_high / same.gain_low)
     # ... and on the seed host too: K̄ is the traffic's on every host (issue 42); where the seed sweep's gains imply
     # another K̄ for a seed corpus, that host carries it as its own fitted term (seed_host_kbar), not as a K̄
     b200 = predict(llama, get_gpu("B200"), 8, Workload(corpus="specbench", concurrency=32), host_state="OFF")
-    assert kp.published_source_id(b200.k_bar_source) == row.source
+    assert (b200.k_bar_kind, b200.k_bar_published_source_id) == ("published", row.source)
     swe = predict(llama, get_gpu("B200"), 8, Workload(corpus="swebench", concurrency=32), host_state="OFF")
     swe_h200 = predict(llama, get_gpu("H200"), 1, Workload(corpus="swebench", concurrency=4), host_state="OFF")
-    assert kp.published_source_id(swe_h200.k_bar_source) == "suffixdecoding-paper-2025"
-    assert kp.published_source_id(swe.k_bar_source) == "suffixdecoding-paper-2025" and swe.k_bar == swe_h200.k_bar
+    assert swe_h200.k_bar_published_source_id == "suffixdecoding-paper-2025"
+    assert swe.k_bar_published_source_id == "suffixdecoding-paper-2025" and swe.k_bar == swe_h200.k_bar
     assert swe.k_bar_host is not None and swe.k_bar_host < swe.k_bar and swe_h200.k_bar_host is None
     assert any("seed host's gain-implied" in x for x in swe.explanation)
     # n-gram takes the published n-gram prior only where suffix's K̄ came from the same publication
     work = Workload(corpus="specbench")
-    ng = kp.ngram_kbar_for(work, "instruct", own_prior_ok=False, suffix_source=p.k_bar_source)
+    ng = kp.ngram_kbar_for(work, "instruct", own_prior_ok=False, published_source_id=p.k_bar_published_source_id)
     assert ng is not None and ng.k_bar == pytest.approx(1.6) and row.source in ng.source
-    blaze = kp.ngram_kbar_for(Workload(corpus="blazedit"), "instruct", own_prior_ok=False, suffix_source="prior over single corpora")
+    assert (ng.kind, ng.published_source_id) == ("published", row.source)
+    blaze = kp.ngram_kbar_for(Workload(corpus="blazedit"), "instruct", own_prior_ok=False, published_source_id=None)
     assert blaze is None  # BlazEdit has an n-gram figure but no suffix one: never priced from two sources
 
 
@@ -126,7 +127,7 @@ def test_holdout_groups_cover_every_row_and_flag_the_derived_kbar():
     derived = [k for k in doc["kbar_rows"] if k["origin"] == "derived"]
     assert [(d["corpus"], d["method"]) for d in derived] == [("blazedit", "suffix")]
     got = kp.published_prior("blazedit", "instruct", "suffix")
-    assert "DERIVED" in got.source and kp.published_source_id(got.source) == derived[0]["source"]
+    assert "DERIVED" in got.source and (got.kind, got.published_source_id) == ("published_derived", derived[0]["source"])
     # its inputs: the n-gram figure of its source, and the ratios of every other source with both methods on a corpus
     inputs = {derived[0]["source"]} | {p.source for p in kp.published_kbars() if f"{p.corpus} ({p.source})" in kp.suffix_over_ngram_ratios()}
     teams_of_source = {k["source"]: _teams(k["team"]) for k in quoted}
@@ -300,7 +301,7 @@ def test_blazedit_suffix_kbar_is_derived_from_its_sourced_ngram_figure():
     got = kp.published_prior("blazedit", "instruct", "suffix")
     assert got.k_bar == pytest.approx(ng.k_bar * statistics.median(ratios.values()))
     assert got.low <= ng.k_bar * min(ratios.values()) and got.high >= ng.k_bar * max(ratios.values())
-    assert "DERIVED" in got.source and kp.published_source_id(got.source) == "vllm-pr-24344"
+    assert "DERIVED" in got.source and (got.kind, got.published_source_id) == ("published_derived", "vllm-pr-24344")
     assert kp.published_prior("blazedit", "base", "suffix") is None  # published figures are instruct models'
     # without the n-gram figure (leave its source out) there is nothing to derive from; nor without the SuffixDecoding
     # authors' figures (held out by team, evaluation (c)): two ratios are left (own outputs), the derivation needs three
@@ -310,5 +311,6 @@ def test_blazedit_suffix_kbar_is_derived_from_its_sourced_ngram_figure():
     blaze = predict(p, get_gpu("H200"), 1, Workload(corpus="blazedit", concurrency=1), host_state="OFF")
     assert blaze.k_bar == pytest.approx(got.k_bar, abs=1e-3) and "UNSEEN CORPUS" not in blaze.k_bar_source
     work = Workload(corpus="blazedit", concurrency=1)
-    n = kp.ngram_kbar_for(work, "instruct", own_prior_ok=False, suffix_source=blaze.k_bar_source)
+    assert (blaze.k_bar_kind, blaze.k_bar_published_source_id) == ("published_derived", "vllm-pr-24344")
+    n = kp.ngram_kbar_for(work, "instruct", own_prior_ok=False, published_source_id=blaze.k_bar_published_source_id)
     assert n is not None and n.k_bar == pytest.approx(ng.k_bar)

@@ -158,7 +158,7 @@ def test_ngram_gain_uses_its_own_kbar_and_a_k_sized_verification():
     from advisor.predict.dataset import default_profile_of
 
     p, gpu, lay = default_profile_of()("meta-llama/Llama-3.1-8B-Instruct"), get_gpu("H200"), ReplicaLayout(tp=1)
-    own = kp.KbarChoice(k_bar=1.6, low=1.6, high=1.6, k=4, source="measured (test)")
+    own = kp.KbarChoice(k_bar=1.6, low=1.6, high=1.6, k=4, source="measured (test)", kind="measured")
     band, r, notes = ngram_gain(p, gpu, lay, 8, 2000.0, 4, 2.5, build="h200-vllm0.26.0", ngram=own)
     verified = (1.6 - 1) / kp.NGRAM_ACCEPTANCE
     plain, _ = decode_step(p, gpu, lay, 8, 2000.0)
@@ -185,20 +185,20 @@ def test_own_priors_apply_to_instruct_models_off_the_seed_host_only():
     llama = prof("meta-llama/Llama-3.1-8B-Instruct")
     work = Workload(corpus="humaneval", concurrency=8)
     h200 = predict(llama, get_gpu("H200"), 1, work, host_state="OFF")
-    assert h200.k_bar_source.startswith(kp.OWN_SOURCE)
+    assert h200.k_bar_source.startswith(kp.OWN_SOURCE) and h200.k_bar_kind == "own_output"
     row = next(r for r in kp.own_priors() if r.corpus == "humaneval" and r.method == "suffix" and r.k == kp.PRIOR_K)
     assert h200.k_bar == pytest.approx(row.k_bar)
     b200 = predict(llama, get_gpu("B200"), 8, work.model_copy(update={"concurrency": 32}), host_state="OFF")
     # the same traffic gives the same K̄ on the seed host (issue 42); what that host's gains imply is its own term
-    assert b200.k_bar == pytest.approx(h200.k_bar) and b200.k_bar_source.startswith(kp.OWN_SOURCE)
+    assert b200.k_bar == pytest.approx(h200.k_bar) and b200.k_bar_kind == "own_output"
     assert b200.k_bar_host is not None and b200.k_bar_host != b200.k_bar
     distill = prof("deepseek-ai/DeepSeek-R1-Distill-Qwen-7B")
-    assert not predict(distill, get_gpu("H200"), 1, work, host_state="OFF").k_bar_source.startswith(kp.OWN_SOURCE)
-    assert not predict(llama, get_gpu("H200"), 1, Workload(corpus="mbpp"), host_state="OFF").k_bar_source.startswith(kp.OWN_SOURCE)
+    assert predict(distill, get_gpu("H200"), 1, work, host_state="OFF").k_bar_kind != "own_output"
+    assert predict(llama, get_gpu("H200"), 1, Workload(corpus="mbpp"), host_state="OFF").k_bar_kind != "own_output"
     # the prior's spread widens the interval against a measured K̄ of the same value
     same = predict(llama, get_gpu("H200"), 1, work.model_copy(update={"k_bar": row.k_bar}), host_state="OFF")
     assert math.log(h200.gain_high / h200.gain_low) > math.log(same.gain_high / same.gain_low)
-    assert kp.ngram_kbar_for(work, "instruct").source.startswith(kp.OWN_SOURCE)
+    assert kp.ngram_kbar_for(work, "instruct").kind == "own_output"
     assert kp.ngram_kbar_for(work, "base") is None
 
 
@@ -224,13 +224,24 @@ def test_recommend_says_where_kbar_came_from():
     assert _kbar_label(own, "measured").startswith("K̄ from the model's own outputs (replay")
     ref = own.model_copy(update={"k_bar_own_outputs": False})
     assert "not the model's own outputs" in _kbar_label(ref, "measured")
-    assert _kbar_label(Workload(corpus="humaneval"), "prior humaneval/instruct (seed)") == \
+    assert _kbar_label(Workload(corpus="humaneval"), "prior humaneval/instruct (seed)", "suffix", "seed") == \
            "K̄ prior (corpus humaneval: implied by the seed sweep)"  # fmt: skip
-    assert _kbar_label(Workload(corpus="sharegpt"), OWN_SOURCE + " prior sharegpt") == f"K̄ prior (corpus sharegpt: {OWN_SOURCE})"
+    assert _kbar_label(Workload(corpus="sharegpt"), OWN_SOURCE + " prior sharegpt", "suffix", "own_output") == \
+           f"K̄ prior (corpus sharegpt: {OWN_SOURCE})"  # fmt: skip
+    # the label follows the typed kind, not the words of the source
+    assert _kbar_label(Workload(corpus="humaneval"), "prior humaneval/instruct (seed)", "suffix", "published") == \
+           "K̄ prior (corpus humaneval: prior humaneval/instruct (seed))"  # fmt: skip
     # n-gram's own K̄ note: where its K̄ came from, without the band's sources
     ng = ("n-gram tokens/step 1.61 [1.34, 2.12] from " + OWN_SOURCE + " prior sharegpt/ngram:4: 1.61 [1.34, 2.12] over 21 "
           "settings (calibration/kbar_own_priors.csv)")
-    assert _kbar_label(Workload(corpus="sharegpt"), ng) == f"K̄ prior (corpus sharegpt: {OWN_SOURCE})"
+    assert _kbar_label(Workload(corpus="sharegpt"), ng, "ngram", "own_output") == f"K̄ prior (corpus sharegpt: {OWN_SOURCE})"
+    pub = ("n-gram tokens/step 2.79 [2.20, 3.50] from published acceptance [vllm-pr-24344] blazedit/ngram:5: 2.96 [2.27, 3.87] "
+           "(https://github.com/vllm-project/vllm/pull/24344; calibration/kbar_published.csv)")
+    assert _kbar_label(Workload(corpus="blazedit"), pub, "ngram", "published") == \
+           "K̄ prior (corpus blazedit: published acceptance [vllm-pr-24344] blazedit/ngram:5: 2.96 [2.27, 3.87])"  # fmt: skip
+    share = "n-gram tokens/step 1.40 [1.20, 1.60] = 0.50 of suffix's extra tokens (ASSUMED); more"  # a share of suffix's: kind None
+    assert _kbar_label(Workload(corpus="lmsys"), share, "ngram", None) == \
+           "K̄ prior (corpus lmsys: n-gram tokens/step 1.40 [1.20, 1.60] = 0.50 of suffix's extra tokens (ASSUMED))"  # fmt: skip
 
 
 def test_without_arctic_the_suffix_replays_come_from_the_committed_files(monkeypatch):

@@ -210,7 +210,7 @@ def test_predictions_on_the_serving_host_carry_its_run_to_run_spread():
     assert s_noisy == pytest.approx(math.hypot(s_calm, serving.suffix_run_sigma), abs=2e-3)
     assert f"run to run sigma(ln R) {serving.suffix_run_sigma:.2f}" in noisy.decomposition.sources["r"]
     assert "run to run" not in calm.decomposition.sources["r"]
-    own = kp.KbarChoice(k_bar=1.6, low=1.5, high=1.7, k=4, source="measured (test)")
+    own = kp.KbarChoice(k_bar=1.6, low=1.5, high=1.7, k=4, source="measured (test)", kind="measured")
     (bn, _, notes), (bc, _, _) = (ngram_gain(p, gpu, ReplicaLayout(tp=1), 32, 2000.0, 4, 2.5, build=b, ngram=own)
                                   for b in (serving.id, quiet.id))  # fmt: skip
     assert bn.value == bc.value and bn.low < bc.low and bn.high > bc.high

@@ -4,8 +4,11 @@ Reasons, notes and warnings are prose for people; code that decides reads a type
 (``Candidate.why_kind``, ``Recommendation.limits_missed``, ``ProbePlan.why_kind``, ``GainEstimate.k_bar_note``...).
 The scan reads every ``advisor/**/*.py`` with ``ast`` and fails on ``.startswith`` / ``.endswith`` / ``in`` /
 ``not in`` / ``==`` / ``!=`` whose operand is text of that kind: a name or attribute called reason(s), why,
-message(s), msg, note(s), warning(s), detail(s) or explanation (or ending ``_reason``, ``_msg``...), an item of
-such a collection (a loop or comprehension variable over it), or ``str(exc)``; inside an ``if`` / ``while`` /
+message(s), msg, note(s), warning(s), detail(s) or explanation (or ending ``_reason``, ``_msg``, ``_source``...), an
+item of such a collection (a loop or comprehension variable over it), or ``str(exc)``; and on a prefix, suffix or
+substring test of a bare ``source`` (``source.startswith(...)``, ``'...' in source``: where a figure came from is
+prose beside a typed kind, ``Prediction.k_bar_kind``; compared whole, a bare ``source`` is a row's or publication's
+id, ``PublishedKbar.source``); inside an ``if`` / ``while`` /
 conditional expression, a comprehension's condition, a boolean expression, or the argument of ``any`` / ``all`` /
 ``next`` / ``filter`` / ``sum``. What is left is parsing text that is not ours, listed in :data:`ALLOWED` with why."""
 
@@ -20,6 +23,11 @@ ROOT = Path(__file__).resolve().parent.parent
 TEXT_NAMES = frozenset({"reason", "reasons", "why", "message", "messages", "msg", "note", "notes", "warning", "warnings",
                         "detail", "details", "explanation"})
 """Names of prose (and their ``*_reason``-style compounds); typed kinds are named otherwise (``why_kind``)."""
+SOURCE_NAMES = frozenset({"source", "sources"})
+"""Where a figure came from. Their compounds (``k_bar_source``, ``suffix_k_bar_source``) are prose like TEXT_NAMES (the
+typed kind beside them is ``k_bar_kind``); a bare ``source`` is prose too (``KbarChoice.source``) but also the id of a
+row, campaign or publication (``Observation.source``, ``PublishedKbar.source``), which code compares whole: only a
+prefix, suffix or substring test reads its words."""
 EXC_NAMES = frozenset({"exc", "e", "err", "error", "ex"})
 """``str()`` of one of these is an exception's message."""
 PREDICATES = frozenset({"any", "all", "next", "filter", "sum"})
@@ -67,15 +75,22 @@ def _is_text(node: ast.AST, items: set[str]) -> bool:
         return _name(node.args[0]) in EXC_NAMES
     name = _name(node)
     return isinstance(name, str) and (name in items or name in TEXT_NAMES
-                                      or any(name.endswith("_" + t) for t in TEXT_NAMES))
+                                      or any(name.endswith("_" + t) for t in TEXT_NAMES | SOURCE_NAMES))
+
+
+def _is_source(node: ast.AST) -> bool:
+    """Whether ``node`` is a bare ``source`` (SOURCE_NAMES): prose or an id, so only its words' tests count."""
+    return _name(node) in SOURCE_NAMES
 
 
 def _text_test(node: ast.AST, items: set[str]) -> bool:
-    """A comparison or prefix test on prose."""
+    """A comparison or prefix test on prose; a prefix, suffix or substring test on a bare ``source``."""
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("startswith", "endswith"):
-        return _is_text(node.func.value, items)
+        return _is_text(node.func.value, items) or _is_source(node.func.value)
     if isinstance(node, ast.Compare) and any(isinstance(op, (ast.In, ast.NotIn, ast.Eq, ast.NotEq)) for op in node.ops):
-        return any(_is_text(x, items) for x in (node.left, *node.comparators))
+        if any(_is_text(x, items) for x in (node.left, *node.comparators)):
+            return True
+        return any(isinstance(op, (ast.In, ast.NotIn)) and _is_source(right) for op, right in zip(node.ops, node.comparators))
     return False
 
 
@@ -143,6 +158,13 @@ def test_every_allowed_entry_is_still_needed():
     "def f(rec):\n    while rec['reason'].endswith('.'):\n        pass",
     "def f(d):\n    return 'x' if d.get('why') == 'nodes' else 'y'",
     "def f(rec):\n    for w in rec.warnings:\n        if 'K' in w:\n            pass",
+    # where K̄ came from: its prose, never its kind (Prediction.k_bar_kind)
+    "def f(sp):\n    if sp.k_bar_source.startswith('own-output'):\n        pass",
+    "def f(p):\n    return 'x' if p.k_bar_source == 'measured' else 'y'",
+    "def f(source):\n    if source.startswith('prior'):\n        pass",
+    "def f(source):\n    return 'published acceptance [' in source or None",
+    "def f(choice):\n    return 'DERIVED' not in choice.source and choice.k > 1",
+    "def f(t):\n    return any('DERIVED' in s for s in t['suffix_k_bar_sources'])",
 ])
 def test_the_scan_sees_a_branch_on_prose(code):
     assert scan(code), code
@@ -153,6 +175,11 @@ def test_the_scan_sees_a_branch_on_prose(code):
     "def f(c):\n    return c.why_kind in ('rule', 'measured')",
     "def f(rec):\n    print(rec.reason)\n    return rec.limits_missed is None",
     "def f(reasons):\n    return [r.upper() for r in reasons]",
+    "def f(p):\n    if p.k_bar_kind == 'own_output':\n        pass",
+    "def f(p):\n    return p.k_bar_published_source_id == 'x' or None",
+    # a bare source compared whole is an id (a publication, an observation's campaign)
+    "def f(rows, source):\n    return next((r for r in rows if source in (None, r.source)), None)",
+    "def f(obs):\n    return [o for o in obs if o.source == 'seed']",
 ])
 def test_the_scan_leaves_typed_kinds(code):
     assert not scan(code), code

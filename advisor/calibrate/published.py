@@ -151,8 +151,8 @@ def load_groups(calibration_dir: Path, rows: list[PublishedRow]) -> HoldoutGroup
                          kbar_teams=kbar_teams, derived=derived)  # fmt: skip
 
 
-def _at(row: PublishedRow, c: int, profile, fitted=None) -> tuple[float, float, float, dict]:
-    """(gain, low, high, K̄ sources) of the row's method at concurrency ``c``, through the product's own path:
+def _at(row: PublishedRow, c: int, profile, fitted=None) -> tuple[float, float, float, dict, str]:
+    """(gain, low, high, K̄ sources, KBAR_KINDS kind) of the row's method at concurrency ``c``, through the product's own path:
     suffix by ``predict.api.predict`` (with ``fitted``: a CalibratedModel whose published K̄ table leaves out
     the held-out team), n-gram by ``absolute.ngram_gain`` with the n-gram K̄ ``recommend`` would give it."""
     from advisor.domain.workload import Workload
@@ -166,30 +166,28 @@ def _at(row: PublishedRow, c: int, profile, fitted=None) -> tuple[float, float, 
     suffix = predict(profile, gpu, row.tp, work, host_state="OFF", fitted=fitted)  # at the decider's K
     kbars = {"suffix_k_bar": round(suffix.k_bar, 4), "suffix_k_bar_source": suffix.k_bar_source}
     if row.method == "suffix":
-        return suffix.gain, suffix.gain_low, suffix.gain_high, kbars
+        return suffix.gain, suffix.gain_low, suffix.gain_high, kbars, kbar_kind([suffix.k_bar_kind])
     published = None if fitted is None else fitted.published_priors
-    ngram = kp.ngram_kbar_for(work, profile.family, own_prior_ok=kp.is_own_source(suffix.k_bar_source),
-                              suffix_source=suffix.k_bar_source, published=published, k=row.k)  # fmt: skip
+    ngram = kp.ngram_kbar_for(work, profile.family, own_prior_ok=suffix.k_bar_kind == "own_output",
+                              published_source_id=suffix.k_bar_published_source_id, published=published, k=row.k)  # fmt: skip
+    kind = kbar_kind([suffix.k_bar_kind, ngram.kind if ngram is not None else None])
     ctx = kp.shape_for(row.corpus).context(profile.family)
     band, _, notes = ngram_gain(profile, gpu, ReplicaLayout(tp=row.tp), c, ctx, row.k, suffix.k_bar, ngram=ngram,
                                 suffix_kbar_sigma=suffix.k_bar_sigma)
     kbars["ngram_k_bar_source"] = notes[0]
     if row.method == "ngram":
-        return band.value, band.low, band.high, kbars
-    return suffix.gain / band.value, suffix.gain_low / band.high, suffix.gain_high / band.low, kbars
+        return band.value, band.low, band.high, kbars, kind
+    return suffix.gain / band.value, suffix.gain_low / band.high, suffix.gain_high / band.low, kbars, kind
 
 
-def kbar_kind(t: dict) -> str:
-    """``derived``, ``quoted`` or ``none`` (KBAR_KINDS) for a predicted row: over the K̄ sources it was priced with
-    (suffix's always: n-gram's K̄ may be a share of it), derived if any is a DERIVED published prior, else quoted if
-    any is a published figure, else none."""
-    from advisor.predict import kbar_prior as kp
-
-    srcs = [t.get("suffix_k_bar_source", ""), t.get("ngram_k_bar_source", "")]
-    pub = [s for s in srcs if kp.PUBLISHED_SOURCE + " [" in s]
-    if any("DERIVED" in s for s in pub):
+def kbar_kind(kinds: list[str | None]) -> str:
+    """``derived``, ``quoted`` or ``none`` (KBAR_KINDS) for a predicted row, from the typed kinds of the K̄ sources
+    it was priced with (advisor.domain.prediction.KbarKind; suffix's always, n-gram's own where it has one: its K̄
+    may be a share of suffix's): derived if any is ``published_derived``, else quoted if any is ``published``, else
+    none."""
+    if "published_derived" in kinds:
         return "derived"
-    return "quoted" if pub else "none"
+    return "quoted" if "published" in kinds else "none"
 
 
 def predict_row(row: PublishedRow, profile, fitted=None) -> dict:
@@ -201,12 +199,12 @@ def predict_row(row: PublishedRow, profile, fitted=None) -> dict:
         c = max(at, key=lambda x: at[x][0])
     else:
         c = cs[0]
-    g, lo, hi, kbars = at[c]
+    g, lo, hi, kbars, kind = at[c]
     out = {"source": row.source, "method": row.method, "corpus": row.corpus, "stat": row.stat,
            "concurrency": c, "published": row.value, "predicted": round(g, 4), "low": round(lo, 4),
            "high": round(hi, 4), "band_ratio": round(hi / lo, 4), "abs_log_error": round(abs(math.log(g / row.value)), 4),
            "inside_90": lo <= row.value <= hi, **kbars}  # fmt: skip
-    out["kbar_kind"] = kbar_kind(out)
+    out["kbar_kind"] = kind
     return out
 
 

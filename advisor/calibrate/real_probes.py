@@ -164,7 +164,7 @@ def evaluate(records: list, calibration_dir: Path, profile_of, own_kbar: dict | 
                     ctx = kp.shape_for(corpus).context(p.family)
                     ng = (None if mode == "seed_priors" else
                           kp.ngram_kbar_for(w, p.family, loho if mode == "priors" else None,
-                                            own_prior_ok=kp.is_own_source(sp.k_bar_source), k=k))  # fmt: skip
+                                            own_prior_ok=sp.k_bar_kind == "own_output", k=k))  # fmt: skip
                     pred = ngram_gain(p, gpu, ReplicaLayout(tp=s.tensor_parallel_size), in_flight, ctx, k, sp.k_bar,
                                       ngram=ng, build=held or _matched(gpu.name, cpu, s.vllm_version),
                                       suffix_kbar_sigma=sp.k_bar_sigma)[0].value  # fmt: skip

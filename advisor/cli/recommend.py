@@ -107,9 +107,10 @@ def drafters_of(profile, draft: str | None, s) -> list:
     return out
 
 
-def _kbar_label(workload, source: str, method: str | None = None) -> str:
-    """Where the printed K̄ came from, in the words of the decomposition line (a drafter method's K̄ is its own
-    acceptance, never the traffic file's suffix replay: its source as the method wrote it)."""
+def _kbar_label(workload, source: str, method: str | None = None, kind: str | None = None) -> str:
+    """Where the printed K̄ came from, in the words of the decomposition line, decided by the prediction's typed
+    ``k_bar_kind`` (advisor.domain.prediction.KbarSourceKind; ``source`` is only shortened for display). A drafter
+    method's K̄ is its own acceptance, never the traffic file's suffix replay: its source as the method wrote it."""
     from pathlib import Path
 
     from advisor import methods
@@ -117,16 +118,16 @@ def _kbar_label(workload, source: str, method: str | None = None) -> str:
     if method and method != "none" and methods.get(method).uses_drafter:
         return f"K̄: {source}"
 
-    from advisor.predict.absolute import NGRAM_KBAR_HEAD
     from advisor.predict.kbar_prior import OWN_SOURCE
 
     if workload.k_bar and workload.k_bar_own_outputs:
         return f"K̄ from the model's own outputs (replay of {Path(workload.corpus or '').name})"
     if workload.k_bar:
         return f"K̄ replayed on the recorded responses in {Path(workload.corpus or '').name} (not the model's own outputs)"
-    if source.startswith(NGRAM_KBAR_HEAD) and " from " in source:  # n-gram's own K̄: where it came from
-        source = re.split(r" \((?:https?:|calibration/)", source.split(" from ", 1)[1], maxsplit=1)[0]
-    what = OWN_SOURCE if source.startswith(OWN_SOURCE) else "implied by the seed sweep" if source.startswith("prior") else source.split(";")[0]
+    if method == "ngram" and kind is not None:  # n-gram's own K̄ (absolute.ngram_gain's note "... from SOURCE"): SOURCE, unlinked
+        source = re.split(r" \((?:https?:|calibration/)", source.partition(" from ")[2], maxsplit=1)[0]
+    what = (OWN_SOURCE if kind == "own_output" else "implied by the seed sweep" if kind in ("seed", "fallback")
+            else source.split(";")[0])  # fmt: skip
     corpus = "unknown" if not workload.corpus else Path(workload.corpus).name if workload.corpus_is_file else workload.corpus
     return f"K̄ prior (corpus {corpus}: {what})"
 
@@ -194,7 +195,7 @@ def _print(rec, vllm, first: list[str] = (), bench: dict | None = None) -> None:
             host = f"; host profile {p.host_profile}, match: {p.host_match}" if p.host_profile else ""
             plain = "plain decoding; the speculative candidates' " if p.method == "none" else ""
             rows.append(("gain = K̄ / R x fitted", f"{dc.k_bar:.2f} / {dc.r:.2f} x {dc.fitted_factor:.2f} = "
-                         f"{dc.k_bar / dc.r * dc.fitted_factor:.2f} ({plain}{_kbar_label(rec.workload, dc.sources.get('k_bar', ''), p.method)}{host})"))
+                         f"{dc.k_bar / dc.r * dc.fitted_factor:.2f} ({plain}{_kbar_label(rec.workload, dc.sources.get('k_bar', ''), p.method, p.k_bar_kind)}{host})"))
         if p.measured:
             ms = p.measured
             kb = f", K̄={ms.k_bar:.2f}" if ms.k_bar else ""

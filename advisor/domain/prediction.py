@@ -10,6 +10,32 @@ HostState = Literal["OFF", "ON"]
 """Host DSA work-queue state a prediction is for."""
 
 
+KbarKind = Literal["measured", "own_output", "published", "published_derived", "seed", "fallback"]
+"""Where the traffic's K̄ (suffix decoding's, and n-gram's own) came from: one kind per source of
+:data:`KBAR_SOURCE_ORDER`. Typed, for logic; the ``k_bar_source`` beside it is the prose for people."""
+
+KBAR_SOURCE_ORDER: tuple[KbarKind, ...] = ("measured", "own_output", "published", "published_derived", "seed", "fallback")
+"""The one ordered list of K̄ sources (issue 42): the first that has a K̄ for the traffic and model is taken, the same
+on every host (advisor.predict.calibrated.CalibratedModel.kbar_choice walks it).
+
+1. ``measured``: measured on the user's traffic (``advisor kbar`` replaying a trace file; a probe);
+2. ``own_output``: the own-output prior of the corpus (calibration/kbar_own_priors.csv: real-weight outputs replayed;
+   instruct models);
+3. ``published``: a published acceptance figure of the corpus (calibration/kbar_published.csv; instruct models);
+4. ``published_derived``: suffix decoding's K̄ DERIVED from a published n-gram figure of the corpus x the suffix/n-gram
+   ratio of the corpora where both are known (kbar_prior.suffix_from_ngram);
+5. ``seed``: the K̄ the seed sweep's gains imply for the corpus and family group (calibration/kbar_priors.csv);
+6. ``fallback``: the seed-implied K̄ over the single corpora of the family group, for traffic no source covers
+   (a named corpus: with the known corpora's spread as its band)."""
+
+AcceptanceKind = Literal["probe", "published", "same_target", "prior"]
+"""Where a drafter's K̄ came from (EAGLE / EAGLE-3 / draft model: advisor.methods._drafted.acceptance): the user's probe,
+its own published acceptance, another head's for the same target, or the class prior (ASSUMED)."""
+
+KbarSourceKind = KbarKind | AcceptanceKind
+"""The kind of any prediction's ``k_bar_source``: the traffic's (suffix, n-gram's own K̄) or a drafter's acceptance."""
+
+
 INTERVAL_Z = 1.6449
 """z of the 90 % central interval of a predicted log gain (gain_low, gain_high; the n-gram band's run-to-run part)."""
 
@@ -56,6 +82,14 @@ class Prediction(BaseModel):
     """Tokens emitted per verification step used (measured or prior)."""
     k_bar_source: str
     """``measured (…)`` or which prior row."""
+    k_bar_kind: KbarSourceKind | None = None
+    """The kind of ``k_bar_source`` (typed, for logic): for suffix decoding the source of :data:`KBAR_SOURCE_ORDER`
+    it came from; for n-gram with its own K̄ that K̄'s; for a drafter method its :data:`AcceptanceKind`. None: plain
+    decoding, MTP (one published acceptance constant, advisor.predict.absolute.MTP_ACCEPT) and n-gram priced as an
+    ASSUMED share of suffix decoding's K̄."""
+    k_bar_published_source_id: str | None = None
+    """The publication (calibration/kbar_published.csv ``source``) of a ``published`` or ``published_derived`` K̄;
+    None otherwise."""
     k_bar_sigma: float = Field(default=0.0, ge=0)
     """σ of ln K̄ its source carries in the interval (0: measured or a seed prior); a method priced as a share of
     this K̄ (n-gram without its own) inherits it."""

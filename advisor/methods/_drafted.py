@@ -18,9 +18,7 @@ at the target's TP; plus two ASSUMED constants below, which the H100 campaign of
 
 from __future__ import annotations
 
-from typing import Literal
-
-from advisor.domain.prediction import Band
+from advisor.domain.prediction import AcceptanceKind, Band
 from advisor.predict import stepcost as sc
 
 DRAFT_FORWARD_FIXED_S = 70e-6
@@ -161,11 +159,6 @@ def probed_rates(probes, drafter, target_id: str) -> tuple[list[float], str] | N
         return None
     r = best[1]
     return list(r.acceptance_per_position), f"your probe (campaign {r.campaign_id}, {r.config}, corpus {r.corpus})"
-
-
-AcceptanceKind = Literal["probe", "published", "same_target", "prior"]
-"""Where a drafter's K̄ came from: the user's probe, its own published acceptance, another head's for the same
-target, or the class prior (ASSUMED)."""
 
 
 def acceptance(drafter, k: int, workload, target_id: str = "", probes=()) -> tuple[float, float, str, AcceptanceKind]:

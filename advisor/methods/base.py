@@ -18,11 +18,11 @@ and its tests. The planner (advisor.plan.layout) asks a method only through this
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Literal, Protocol, runtime_checkable
+from typing import Any, Callable, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from advisor.domain.prediction import Band
+from advisor.domain.prediction import Band, KbarSourceKind
 from advisor.hardware.gpus import GpuSpec
 from advisor.model.schema import ModelProfile
 from advisor.predict.absolute import ReplicaLayout
@@ -45,8 +45,12 @@ class GainEstimate(BaseModel):
     """What probes on this host measured for exactly this deployment (suffix), None: not measured."""
     k_bar_source: str | None = None
     """Where K̄ came from (probe, published row, class prior), printed with the candidate."""
-    k_bar_kind: Literal["probe", "published", "same_target", "prior"] | None = None
-    """The kind of ``k_bar_source`` (typed, for logic; None: the method's own predictor says, e.g. suffix)."""
+    k_bar_kind: KbarSourceKind | None = None
+    """The kind of K̄'s source (typed, for logic; advisor.domain.prediction.Prediction.k_bar_kind): a drafter's
+    acceptance kind, the traffic's K̄ source for suffix and for n-gram's own K̄; None: MTP, n-gram as a share of
+    suffix's."""
+    k_bar_published_source_id: str | None = None
+    """The publication of a ``published`` / ``published_derived`` traffic K̄ (suffix, n-gram's own)."""
     k_bar_note: str | None = None
     """The one of ``notes`` that says where K̄ came from, for a method whose K̄ is a priced note rather than a source
     (n-gram, MTP: the first note of advisor.predict.absolute.ngram_gain / mtp_gain); the launched prediction's K̄ source."""

@@ -21,13 +21,14 @@ def same_host(sp) -> str | None:
 
 def own_kbar(workload, p, sp, k: int | None = None):
     """n-gram's own K̄: replayed on the workload's file, or the own-output (or published) prior where the
-    suffix prediction ``sp`` uses one (one source for both methods); None: a share of suffix's."""
-    from advisor.predict.kbar_prior import is_own_source, ngram_kbar_for
+    suffix prediction ``sp`` uses one (its typed ``k_bar_kind``: one source for both methods); None: a share of
+    suffix's."""
+    from advisor.predict.kbar_prior import ngram_kbar_for
 
     if workload is None or getattr(sp, "k_bar_host", None):
         return None  # on the seed host n-gram is priced as a share of the K̄ that host's gains imply
-    source = getattr(sp, "k_bar_source", None)
-    return ngram_kbar_for(workload, p.family, own_prior_ok=is_own_source(source), suffix_source=source, k=k)
+    return ngram_kbar_for(workload, p.family, own_prior_ok=getattr(sp, "k_bar_kind", None) == "own_output",
+                          published_source_id=getattr(sp, "k_bar_published_source_id", None), k=k)  # fmt: skip
 
 
 class Ngram:
@@ -55,9 +56,10 @@ class Ngram:
         if sp is None:
             return None
         base = getattr(sp, "k_bar_host", None) or sp.k_bar  # the K̄ the host's fit prices suffix at (the seed host's own)
-        band, r, notes = ngram_gain(ctx.profile, ctx.gpu, ctx.layout, n, context, k, base,
-                                    ngram=own_kbar(ctx.workload, ctx.profile, sp, k), build=same_host(sp),
+        own = own_kbar(ctx.workload, ctx.profile, sp, k)
+        band, r, notes = ngram_gain(ctx.profile, ctx.gpu, ctx.layout, n, context, k, base, ngram=own, build=same_host(sp),
                                     suffix_kbar_sigma=getattr(sp, "k_bar_sigma", 0.0))  # fmt: skip
+        typed = {"k_bar_kind": own.kind, "k_bar_published_source_id": own.published_source_id} if own is not None else {}
         kbar = max(1.0, band.value * r)
         if ctx.vf.ngram_drafts_full_k:  # 0.34: the GPU n-gram speculator verifies all K every step, no CPU proposer
             from advisor.methods import _drafted as dr
@@ -65,9 +67,9 @@ class Ngram:
             r_full, full_notes = dr.full_k_step(ctx.profile, ctx.gpu, ctx.layout, n, context, k)
             scale = r / r_full
             band = band.model_copy(update={"value": band.value * scale, "low": band.low * scale, "high": band.high * scale})
-            return GainEstimate(gain=band, r=r_full, k_bar=kbar, k_bar_note=notes[0],
+            return GainEstimate(gain=band, r=r_full, k_bar=kbar, k_bar_note=notes[0], **typed,
                                 notes=[*notes[:1], f"n-gram on vLLM {ctx.vf.version}: {full_notes[0]}"])  # fmt: skip
-        return GainEstimate(gain=band, r=r, k_bar=kbar, k_bar_note=notes[0], notes=notes)
+        return GainEstimate(gain=band, r=r, k_bar=kbar, k_bar_note=notes[0], notes=notes, **typed)
 
     def tokens_per_seq(self, k: int, vf) -> float:
         return 1.0 + k  # drafts exactly K where it matches (and, on 0.34, filler past the match)

@@ -29,6 +29,8 @@ def _full_k(ctx, sp, k: int, n: int, context: float) -> GainEstimate:
     r, notes = dr.full_k_step(ctx.profile, ctx.gpu, ctx.layout, n, context, k)
     spread = max(dr.ACCEPTANCE_SPREAD, getattr(sp, "k_bar_sigma", 0.0))
     return GainEstimate(gain=dr.gain_band(kbar, r, spread), k_bar=kbar, r=r, k_bar_source=getattr(sp, "k_bar_source", None),
+                        k_bar_kind=getattr(sp, "k_bar_kind", None),
+                        k_bar_published_source_id=getattr(sp, "k_bar_published_source_id", None),
                         notes=[f"suffix on vLLM {ctx.vf.version}: tokens/step {kbar:.2f} at K={k} from the traffic's K̄ "
                                f"(capped at 1 + K); {notes[0]}"])  # fmt: skip
 
@@ -63,7 +65,9 @@ class Suffix:
         measured = getattr(sp, "measured", None)
         return GainEstimate(gain=Band(value=sp.gain, low=sp.gain_low, high=sp.gain_high), k_bar=max(1.0, sp.k_bar),
                             r=sp.r, p_win=sp.p_win, measured_gain=measured.gain if measured else None,
-                            k_bar_source=getattr(sp, "k_bar_source", None), notes=[FITTED_NOTE])  # fmt: skip
+                            k_bar_source=getattr(sp, "k_bar_source", None), k_bar_kind=getattr(sp, "k_bar_kind", None),
+                            k_bar_published_source_id=getattr(sp, "k_bar_published_source_id", None),
+                            notes=[FITTED_NOTE])  # fmt: skip
 
     def tokens_per_seq(self, k: int, vf) -> float:
         return 1.0 + (k if vf.suffix_drafts_full_k else min(k, vf.suffix_draft_cap))

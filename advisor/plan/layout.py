@@ -19,7 +19,7 @@ from advisor.errors import AdvisorError
 from advisor.hardware.gpus import GpuSpec
 from advisor.model.schema import ModelProfile
 from advisor.domain.decision import Decision
-from advisor.domain.prediction import Band
+from advisor.domain.prediction import Band, KbarSourceKind
 from advisor.predict.pipeline import pp_serve, pp_split
 from advisor.predict.absolute import ReplicaLayout, ServingFigures, serve
 from advisor import methods as _methods
@@ -132,8 +132,10 @@ class Candidate(BaseModel):
     """Tokens per verification step the gain assumes (speculative methods)."""
     k_bar_source: str | None = None
     """Where K̄ came from, where the method says (drafters: probe, published acceptance or class prior)."""
-    k_bar_kind: Literal["probe", "published", "same_target", "prior"] | None = None
-    """The kind of ``k_bar_source`` (advisor.methods.base.GainEstimate.k_bar_kind)."""
+    k_bar_kind: KbarSourceKind | None = None
+    """The kind of K̄'s source (advisor.methods.base.GainEstimate.k_bar_kind)."""
+    k_bar_published_source_id: str | None = None
+    """The publication of a published traffic K̄ (advisor.methods.base.GainEstimate.k_bar_published_source_id)."""
     k_bar_note: str | None = None
     """The note that says where K̄ came from (advisor.methods.base.GainEstimate.k_bar_note: n-gram, MTP)."""
     drafter: str | None = None
@@ -387,7 +389,7 @@ def _apply(cand: Candidate, est) -> None:
     """Copy what a method's estimate says about its K̄, R and P(win) onto the candidate."""
     cand.p_win, cand.k_bar, cand.r = est.p_win, est.k_bar, est.r
     cand.measured_gain, cand.k_bar_source, cand.k_bar_kind = est.measured_gain, est.k_bar_source, est.k_bar_kind
-    cand.k_bar_note = est.k_bar_note
+    cand.k_bar_note, cand.k_bar_published_source_id = est.k_bar_note, est.k_bar_published_source_id
 
 
 def _one(p, gpu, lay, method, k, cap, base, concurrency, query, suffix_gain, planner, gains, k_ngram_ref, vf=None,

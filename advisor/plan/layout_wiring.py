@@ -161,6 +161,7 @@ def chosen_prediction(c: Candidate, suffix: RecommendedPrediction | None, query:
                      "sources": {"k_bar": source, "r": r_source, "fitted_factor": "none fitted for this method"}}  # fmt: skip
     return RecommendedPrediction.model_validate({
         "gain": gain[0], "gain_low": gain[1], "gain_high": gain[2], "p_win": None, "k_bar": kbar, "k_bar_source": source,
+        "k_bar_kind": c.k_bar_kind, "k_bar_published_source_id": c.k_bar_published_source_id,
         "r": r, "host_state": state, "draft_tokens": float(c.k or 0), "context_tokens": context, "explanation": why,
         "decomposition": decomposition,
         "measured": suffix.measured.model_dump() if suffix and suffix.measured else None,

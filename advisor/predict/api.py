@@ -220,6 +220,8 @@ def predict(
         p_win=round(_phi(mu / sigma), 4),
         k_bar=round(row.k_bar, 4),
         k_bar_source=source,
+        k_bar_kind=row.k_bar_kind,
+        k_bar_published_source_id=row.k_bar_published_source_id,
         k_bar_sigma=round(row.k_bar_sigma, 4),
         k_bar_host=round(row.k_bar_host, 4) if row.k_bar_host is not None else None,
         r=round(r_eff, 4),

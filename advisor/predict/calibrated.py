@@ -26,6 +26,7 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict
 
+from advisor.domain.prediction import KBAR_SOURCE_ORDER, KbarKind
 from advisor.hardware.gpus import GpuSpec, get_gpu
 from advisor.model.schema import ModelProfile
 from advisor.predict import host_profile as hp
@@ -79,6 +80,10 @@ class RowPrediction(BaseModel):
     sigma: float
     k_bar: float
     k_bar_source: str
+    k_bar_kind: KbarKind
+    """Which source of KBAR_SOURCE_ORDER ``k_bar`` came from (kbar_choice)."""
+    k_bar_published_source_id: str | None = None
+    """The publication of a published (or derived) K̄ prior (KbarChoice.published_source_id)."""
     k_bar_sigma: float = 0.0
     """σ of ln K̄ its prior's band carries (kbar_choice)."""
     k_bar_host: float | None = None
@@ -111,6 +116,19 @@ def population_features(p: ModelProfile, host_state: str, ov_share: float, log_r
     return [on * ov_share, reasoning * size, instruct * llama, log_r]
 
 
+class KbarPick(BaseModel):
+    """K̄ at the K predicted for, as :meth:`CalibratedModel.kbar_choice` took it: value, where it came from (prose and
+    typed kind), and the σ of ln K̄ its source carries (0 for measured and seed-implied K̄)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    k_bar: float
+    source: str
+    kind: KbarKind
+    published_source_id: str | None = None
+    sigma: float = 0.0
+
+
 class CalibratedModel(BaseModel):
     """A fitted model: priors, coefficients, per-model effects and residual spread."""
 
@@ -132,22 +150,21 @@ class CalibratedModel(BaseModel):
 
     own_priors: list[kp.OwnKbarPrior] | None = None
     """K̄ priors from the model's own outputs (calibration/kbar_own_priors.csv when None; [] turns them
-    off): used for the models and corpora of their class (kbar_prior.own_prior) instead of the
-    seed-implied ones, with their spread in the interval."""
+    off): the ``own_output`` source of KBAR_SOURCE_ORDER for the models and corpora of their class
+    (kbar_prior.own_prior), with their spread in the interval."""
     own_priors_hosts: str = OWN_PRIORS_HOSTS
-    """Where the own-output priors apply: ``all`` host profiles, or ``unfitted`` (only where the
-    fitted terms do not: the seed host keeps the priors its terms were fitted with)."""
+    """Where the traffic's K̄ stands alone: ``all`` host profiles, or ``unfitted`` (on a host the terms were fitted
+    on, the seed sweep's gain-implied K̄ of a corpus it covers adds the ``seed_host_kbar`` term: :meth:`seed_kbar`)."""
     published_priors: list[kp.PublishedKbar] | None = None
-    """Published acceptance figures (calibration/kbar_published.csv when None; [] turns them off): the K̄
-    prior of their corpus for instruct models where no own-output prior applies, on host profiles the
-    fitted terms do not apply to and, on the fitted host, for corpora the seed priors have no row for
-    (kbar_prior.published_prior); their band in the interval. Evaluation (c) leaves out the rows of the
+    """Published acceptance figures (calibration/kbar_published.csv when None; [] turns them off): the
+    ``published`` and ``published_derived`` sources of KBAR_SOURCE_ORDER for instruct models
+    (kbar_prior.published_quoted, published_derived); their band in the interval. Evaluation (c) leaves out the rows of the
     team whose gain rows it predicts (calibration/published/holdout_groups.yaml)."""
 
     def kbar_for(self, inputs: RowInputs) -> tuple[float, str]:
         """K̄ at ``inputs.k``: measured or the prior (at the seed's K, kbar_prior.PRIOR_K), carried to this K (kbar_at_k)."""
-        k_bar, source, _ = self.kbar_choice(inputs)
-        return k_bar, source
+        pick = self.kbar_choice(inputs)
+        return pick.k_bar, pick.source
 
     def _host(self, inputs: RowInputs) -> str:
         return inputs.host_class if inputs.host_class is not None else hp.get(inputs.build).id
@@ -164,44 +181,46 @@ class CalibratedModel(BaseModel):
         never a different K̄: K̄ is a property of traffic and model (issue 42)."""
         if inputs.k_bar or self._own_applies(inputs):
             return None
-        if not kp.has_corpus_prior(self.priors, inputs.corpus, inputs.profile.family):
-            return None
-        k_bar, source, _ = self.kbar_choice(inputs, traffic=False)
-        return k_bar, source
+        pick = self.kbar_choice(inputs, order=("seed",))  # None where the seed priors have no row of the corpus
+        return (pick.k_bar, pick.source) if pick is not None else None
 
-    def kbar_choice(self, inputs: RowInputs, *, traffic: bool = True) -> tuple[float, str, float]:
-        """(K̄ at ``inputs.k``, its source, σ of log K̄ the prior's band carries (0 for measured and seed priors)).
-        One ordered list of sources, the same on every host: measured (a trace file replayed, a probe), the
-        model's own-output prior, the published prior, then the seed sweep's implied prior. ``traffic=False``: the
-        seed sweep's implied prior first where it covers the corpus (what :meth:`seed_kbar` reports)."""
-        sigma = 0.0
-        own_ok = traffic or self._own_applies(inputs)
-        if inputs.k_bar:
-            k_bar, source, k_from = inputs.k_bar, "measured", inputs.k_bar_k or inputs.k
-        else:
-            own = kp.own_prior(inputs.corpus, inputs.profile.family, "suffix", self.own_priors, k=inputs.k) if own_ok else None
-            if own is None and (own_ok or not kp.has_corpus_prior(self.priors, inputs.corpus, inputs.profile.family)):
-                own = kp.published_prior(inputs.corpus, inputs.profile.family, "suffix", self.published_priors)
-            if own is not None:
-                k_bar, source, k_from, sigma = own.k_bar, own.source, own.k, own.log_sigma
-            else:
-                (k_bar, source), k_from = kp.lookup(self.priors, inputs.corpus, inputs.profile.family), kp.PRIOR_K
-                if inputs.corpus and not kp.has_corpus_prior(self.priors, inputs.corpus, inputs.profile.family):
-                    # a named corpus no prior covers: the fallback K̄ with the known corpora's spread as its band
-                    sigma = kp.unseen_corpus_sigma(self.priors, inputs.profile.family, own=self.own_priors,
-                                                   published=self.published_priors)  # fmt: skip
-                    source += (f"; no K̄ of its own: σ(ln K̄) {sigma:.2f} added, the spread of the known corpora's K̄ "
-                               "(UNSEEN CORPUS: measure it with advisor kbar --corpus FILE)")  # fmt: skip
-        if kp.max_draft(k_from) != kp.max_draft(inputs.k):
-            scaled = kp.kbar_at_k(k_bar, k_from, inputs.k)
-            source += (f"; {k_bar:.2f} at K={k_from} carried to K={inputs.k}: {scaled:.2f} "
+    def kbar_source(self, kind: KbarKind, inputs: RowInputs) -> kp.KbarChoice | None:
+        """The K̄ one source of KBAR_SOURCE_ORDER gives for ``inputs`` at the K it states (None: it has none here)."""
+        corpus, family = inputs.corpus, inputs.profile.family
+        if kind == "measured":
+            m = inputs.k_bar
+            return kp.KbarChoice(k_bar=m, low=m, high=m, k=inputs.k_bar_k or inputs.k, source="measured", kind=kind) if m else None
+        if kind == "own_output":
+            return kp.own_prior(corpus, family, "suffix", self.own_priors, k=inputs.k)
+        if kind == "published":
+            return kp.published_quoted(corpus, family, "suffix", self.published_priors)
+        if kind == "published_derived":
+            return kp.published_derived(corpus, family, self.published_priors)
+        if kind == "seed":
+            return kp.seed_prior(self.priors, corpus, family)
+        return kp.fallback_prior(self.priors, corpus, family, own=self.own_priors, published=self.published_priors)
+
+    def kbar_choice(self, inputs: RowInputs, *, order: tuple[KbarKind, ...] = KBAR_SOURCE_ORDER) -> KbarPick | None:
+        """K̄ at ``inputs.k`` from the first source of ``order`` that has one, carried from the K it states (kbar_at_k),
+        with the σ of ln K̄ its band carries (0 for measured and seed priors). ``order``: KBAR_SOURCE_ORDER (advisor.
+        domain.prediction), the one ordered list of sources, the same on every host; it ends with the fallback, which
+        always has a K̄. :meth:`seed_kbar` asks the seed-implied source alone (None where it has no row)."""
+        choice = next((c for c in (self.kbar_source(kind, inputs) for kind in order) if c is not None), None)
+        if choice is None:
+            return None
+        k_bar, source = choice.k_bar, choice.source
+        if kp.max_draft(choice.k) != kp.max_draft(inputs.k):
+            scaled = kp.kbar_at_k(k_bar, choice.k, inputs.k)
+            source += (f"; {k_bar:.2f} at K={choice.k} carried to K={inputs.k}: {scaled:.2f} "
                        f"(bound K̄ <= 1 + K; ASSUMED constant per-token acceptance)")  # fmt: skip
             k_bar = scaled
-        return k_bar, source, sigma
+        return KbarPick(k_bar=k_bar, source=source, kind=choice.kind, published_source_id=choice.published_source_id,
+                        sigma=choice.log_sigma)  # fmt: skip
 
     def predict_row(self, inputs: RowInputs, *, model_id: str | None = None) -> RowPrediction:
         p = inputs.profile
-        k_bar, source, kbar_sigma = self.kbar_choice(inputs)
+        pick = self.kbar_choice(inputs)
+        k_bar, kbar_sigma = pick.k_bar, pick.sigma
         seed = self.seed_kbar(inputs)
         context = kp.shape_for(inputs.corpus).context(p.family)
         r = r_ratio(p, inputs.gpu, inputs.tp, concurrency=inputs.concurrency,
@@ -233,7 +252,8 @@ class CalibratedModel(BaseModel):
         delta = sum(terms.values())
         # Off its host class the residual and model spread still apply (the fit's evidence of what K̄/R misses).
         sigma = math.hypot(self.sigma_residual, 0.0 if (seen and applied) else self.sigma_model, kbar_sigma)
-        return RowPrediction(mu=offset + delta, sigma=max(sigma, MIN_SIGMA), k_bar=k_bar, k_bar_source=source,
+        return RowPrediction(mu=offset + delta, sigma=max(sigma, MIN_SIGMA), k_bar=k_bar, k_bar_source=pick.source,
+                             k_bar_kind=pick.kind, k_bar_published_source_id=pick.published_source_id,
                              k_bar_sigma=kbar_sigma, r=r, k_bar_host=seed[0] if seed_term else None,
                              context=context, offset=offset, delta=delta, terms=terms, model_seen=seen,
                              fitted_applied=applied)  # fmt: skip
@@ -282,6 +302,6 @@ def fit(observations: Sequence[Observation], profile_of: ProfileFn, *, exclude_m
     return CalibratedModel(
         priors=priors, coef=[float(c) for c in reg.coef_[:n]], intercept=float(reg.intercept_),
         model_effects=effects, sigma_residual=sigma_res, sigma_model=sigma_model, n_obs=len(train),
-        sources=sorted({o.source.split(":")[0] if o.source.startswith("seed") else o.source for o in train}),
+        sources=sorted({o.source for o in train}),
         fitted_hosts=sorted({hp.get(o.build).id for o in train}), features=[f for f in FEATURES if f in features],
     )  # fmt: skip

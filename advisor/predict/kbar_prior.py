@@ -17,7 +17,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from advisor.domain.prediction import INTERVAL_Z
+from advisor.domain.prediction import INTERVAL_Z, KbarKind
 from advisor.errors import DataError
 from advisor.model.schema import ModelProfile
 from advisor.predict.dataset import KBAR_FLOOR, SEED_K, Observation, ProfileFn, default_profile_of
@@ -167,7 +167,8 @@ class OwnKbarPrior(BaseModel):
 
 
 class KbarChoice(BaseModel):
-    """K̄ for one method where it is not measured: value, its 90 % band, the K it is at, where it came from."""
+    """K̄ for one method from one source: value, its 90 % band, the K it is at, where it came from (``source``, prose
+    for people) and which source that is (``kind``, typed, for logic: advisor.domain.prediction.KBAR_SOURCE_ORDER)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -176,10 +177,19 @@ class KbarChoice(BaseModel):
     high: float
     k: int
     source: str
+    kind: KbarKind
+    published_source_id: str | None = None
+    """The publication id (calibration/kbar_published.csv ``source``) of a ``published`` or ``published_derived``
+    prior: n-gram on the same corpus is priced from the same publication (:func:`ngram_kbar_for`). None otherwise."""
+    sigma: float | None = None
+    """σ of ln K̄ where it is not the band's: a named corpus no prior covers gets the fallback K̄ with the known
+    corpora's spread (:func:`fallback_prior`). None: the band's (:attr:`log_sigma`)."""
 
     @property
     def log_sigma(self) -> float:
-        """Standard deviation of log K̄ the band implies (a 90 % band: ±1.645 σ)."""
+        """Standard deviation of log K̄: ``sigma`` where given, else what the band implies (a 90 % band: ±1.645 σ)."""
+        if self.sigma is not None:
+            return self.sigma
         return math.log(max(self.high, 1.0) / max(self.low, 1.0)) / (2 * INTERVAL_Z) if self.high > self.low else 0.0
 
 
@@ -270,39 +280,34 @@ def own_prior(corpus: str | None, family: str, method: str = "suffix",
         return None
     k = reference_k(method) if k is None else k
     hit = min(hits, key=lambda p: (abs(math.log(p.k / max(k, 1))), -p.k))
-    return KbarChoice(k_bar=hit.k_bar, low=hit.k_bar_low, high=hit.k_bar_high, k=hit.k,
+    return KbarChoice(k_bar=hit.k_bar, low=hit.k_bar_low, high=hit.k_bar_high, k=hit.k, kind="own_output",
                       source=f"{OWN_SOURCE} prior {corpus}/{method}:{hit.k}: {hit.k_bar:.2f} "
                              f"[{hit.k_bar_low:.2f}, {hit.k_bar_high:.2f}] over {hit.settings} settings at "
                              f"{PRIOR_MAX_TOKENS} output tokens (calibration/{OWN_PRIORS_FILE}; one model)")  # fmt: skip
 
 
-def is_own_source(source: str | None) -> bool:
-    """True when a K̄ source string is an own-output prior (OWN_SOURCE)."""
-    return bool(source) and source.startswith(OWN_SOURCE)
-
-
 def ngram_kbar_for(workload, family: str, priors: tuple[OwnKbarPrior, ...] | list[OwnKbarPrior] | None = None, *,
-                   own_prior_ok: bool = True, suffix_source: str | None = None, k: int | None = None,
+                   own_prior_ok: bool = True, published_source_id: str | None = None, k: int | None = None,
                    published: tuple[PublishedKbar, ...] | list[PublishedKbar] | None = None) -> KbarChoice | None:  # fmt: skip
     """n-gram's own K̄ for ``workload`` (a Workload): the replayed one (``k_bar_ngram``, e.g. ``recommend
     --corpus FILE``), else the own-output prior of its corpus for the model's class when ``own_prior_ok``
-    (the caller passes whether suffix decoding's prediction used its own-output prior, so the two methods
-    are never priced from different sources), else, when suffix decoding's K̄ came from a published prior
-    (``suffix_source``, its K̄ source string), the published n-gram prior of the same corpus from the same
-    publication, else None (a share of suffix decoding's, ASSUMED). ``k``: the K to be priced (the prior
-    measured at it, else at the nearest K; ngram_gain carries it)."""
+    (the caller passes whether suffix decoding's prediction used its own-output prior: its ``k_bar_kind`` is
+    ``own_output``, so the two methods are never priced from different sources), else, when suffix decoding's K̄
+    came from a published prior (``published_source_id``: its publication, ``Prediction.k_bar_published_source_id``),
+    the published n-gram prior of the same corpus from the same publication, else None (a share of suffix
+    decoding's, ASSUMED). ``k``: the K to be priced (the prior measured at it, else at the nearest K; ngram_gain
+    carries it)."""
     if workload.k_bar_ngram:
         m = workload.k_bar_ngram
-        return KbarChoice(k_bar=m, low=m, high=m, k=workload.k_bar_ngram_k or 4,
+        return KbarChoice(k_bar=m, low=m, high=m, k=workload.k_bar_ngram_k or 4, kind="measured",
                           source=f"measured ({workload.k_bar_ngram_source or 'given'})")  # fmt: skip
     if workload.corpus_is_file:
         return None
     if own_prior_ok:
         return own_prior(workload.corpus, family, "ngram", priors, k=k)
-    pub = published_source_id(suffix_source)
-    if pub is None:
+    if published_source_id is None:
         return None
-    return published_prior(workload.corpus, family, "ngram", published, source=pub)
+    return published_prior(workload.corpus, family, "ngram", published, source=published_source_id)
 
 
 PUBLISHED_FILE = "kbar_published.csv"
@@ -357,18 +362,29 @@ def published_spread(method: str, own: tuple[OwnKbarPrior, ...] | list[OwnKbarPr
 def published_prior(corpus: str | None, family: str, method: str = "suffix",
                     rows: tuple[PublishedKbar, ...] | list[PublishedKbar] | None = None, *,
                     source: str | None = None) -> KbarChoice | None:  # fmt: skip
-    """The published prior of ``method`` for ``corpus`` (from ``source`` only, when given), when the model
-    is of the class it applies to (PUBLISHED_FAMILIES); else None. ``rows``: the table (None: the shipped
+    """The published prior of ``method`` for ``corpus`` (from ``source`` only, when given): the quoted figure
+    (:func:`published_quoted`), else for suffix decoding the one derived from n-gram's (:func:`published_derived`)."""
+    quoted = published_quoted(corpus, family, method, rows, source=source)
+    if quoted is None and method == "suffix":
+        return published_derived(corpus, family, rows, source=source)
+    return quoted
+
+
+def published_quoted(corpus: str | None, family: str, method: str = "suffix",
+                     rows: tuple[PublishedKbar, ...] | list[PublishedKbar] | None = None, *,
+                     source: str | None = None) -> KbarChoice | None:  # fmt: skip
+    """The published figure of ``method`` for ``corpus`` (from ``source`` only, when given), kind ``published``, when
+    the model is of the class it applies to (PUBLISHED_FAMILIES); else None. ``rows``: the table (None: the shipped
     one; evaluation (c) passes it without the held-out team's rows)."""
     if family not in PUBLISHED_FAMILIES or not corpus:
         return None
     table = published_kbars() if rows is None else rows
     hit = next((r for r in table if r.corpus == corpus and r.method == method and source in (None, r.source)), None)
     if hit is None:
-        return suffix_from_ngram(corpus, table, source=source) if method == "suffix" else None
+        return None
     s = published_spread(method)
     lo, hi = max(1.0, hit.k_bar * math.exp(-s)), hit.k_bar * math.exp(s)
-    return KbarChoice(k_bar=hit.k_bar, low=lo, high=hi, k=hit.k,
+    return KbarChoice(k_bar=hit.k_bar, low=lo, high=hi, k=hit.k, kind="published", published_source_id=hit.source,
                       source=f"{PUBLISHED_SOURCE} [{hit.source}] {corpus}/{method}:{hit.k}: {hit.k_bar:.2f} [{lo:.2f}, {hi:.2f}] "
                              f"({hit.url}; calibration/{PUBLISHED_FILE}; band: ±{s:.2f} in ln, the spread of measured K̄ "
                              f"over settings of one corpus, calibration/{OWN_PRIORS_FILE})")  # fmt: skip
@@ -397,6 +413,15 @@ def suffix_over_ngram_ratios(table: tuple[PublishedKbar, ...] | list[PublishedKb
     return out
 
 
+def published_derived(corpus: str | None, family: str, rows: tuple[PublishedKbar, ...] | list[PublishedKbar] | None = None,
+                      *, source: str | None = None) -> KbarChoice | None:  # fmt: skip
+    """Suffix decoding's K̄ DERIVED from a published n-gram figure of ``corpus`` (:func:`suffix_from_ngram`), kind
+    ``published_derived``, when the model is of the class published figures apply to (PUBLISHED_FAMILIES); else None."""
+    if family not in PUBLISHED_FAMILIES or not corpus:
+        return None
+    return suffix_from_ngram(corpus, published_kbars() if rows is None else rows, source=source)
+
+
 def suffix_from_ngram(corpus: str, table: tuple[PublishedKbar, ...] | list[PublishedKbar], *,
                       source: str | None = None) -> KbarChoice | None:
     """Suffix decoding's K̄ prior for a corpus whose only sourced acceptance figure is n-gram's (BlazEdit: vLLM PR
@@ -413,18 +438,11 @@ def suffix_from_ngram(corpus: str, table: tuple[PublishedKbar, ...] | list[Publi
     med, lo_r, hi_r = statistics.median(ratios.values()), min(ratios.values()), max(ratios.values())
     s = published_spread("ngram")
     mid, lo, hi = ng.k_bar * med, max(1.0, ng.k_bar * math.exp(-s) * lo_r), ng.k_bar * math.exp(s) * hi_r
-    return KbarChoice(k_bar=mid, low=lo, high=hi, k=PRIOR_K,
+    return KbarChoice(k_bar=mid, low=lo, high=hi, k=PRIOR_K, kind="published_derived", published_source_id=ng.source,
                       source=f"{PUBLISHED_SOURCE} [{ng.source}] {corpus}/ngram:{ng.k}: {ng.k_bar:.2f} x suffix/n-gram K̄ "
                              f"ratio {med:.2f} [{lo_r:.2f}, {hi_r:.2f}] over {len(ratios)} corpora ({', '.join(ratios)}) = "
                              f"suffix {mid:.2f} [{lo:.2f}, {hi:.2f}] (DERIVED: no suffix acceptance figure for {corpus} "
                              f"is sourced; {ng.url}; calibration/{PUBLISHED_FILE})")  # fmt: skip
-
-
-def published_source_id(source: str | None) -> str | None:
-    """The publication id of a K̄ source string made by :func:`published_prior`, else None."""
-    if not source or not source.startswith(PUBLISHED_SOURCE + " ["):
-        return None
-    return source[len(PUBLISHED_SOURCE) + 2 :].split("]", 1)[0]
 
 
 def unseen_corpus_sigma(priors: tuple[KbarPrior, ...] | list[KbarPrior], family: str, method: str = "suffix", *,
@@ -494,12 +512,40 @@ def shipped_priors() -> tuple[KbarPrior, ...]:
 
 
 def lookup(priors: tuple[KbarPrior, ...] | list[KbarPrior], corpus: str | None, family: str) -> tuple[float, str]:
-    """(K̄, where it came from): corpus × family group, then the group over single corpora, then all rows."""
+    """(K̄, where it came from): corpus × family group (:func:`seed_prior`), then the group over single corpora, then
+    all rows (the fallback row, without :func:`fallback_prior`'s unseen-corpus band)."""
+    hit = seed_prior(priors, corpus, family)
+    return (hit.k_bar, hit.source) if hit is not None else _fallback_row(priors, corpus, family)
+
+
+def seed_prior(priors: tuple[KbarPrior, ...] | list[KbarPrior], corpus: str | None, family: str) -> KbarChoice | None:
+    """The seed-implied prior of ``corpus`` × the family's group (kind ``seed``, at PRIOR_K, no band); None where the
+    priors have no row of the corpus's own."""
+    hit = {(p.corpus, p.family_group): p for p in priors}.get((corpus or "", family_group(family)))
+    if hit is None:
+        return None
+    return KbarChoice(k_bar=hit.k_bar, low=hit.k_bar, high=hit.k_bar, k=PRIOR_K, kind="seed",
+                      source=f"prior {hit.corpus}/{hit.family_group} ({hit.source})")  # fmt: skip
+
+
+def fallback_prior(priors: tuple[KbarPrior, ...] | list[KbarPrior], corpus: str | None, family: str, *,
+                   own: tuple[OwnKbarPrior, ...] | list[OwnKbarPrior] | None = None,
+                   published: tuple[PublishedKbar, ...] | list[PublishedKbar] | None = None) -> KbarChoice:  # fmt: skip
+    """The seed-implied K̄ over the single corpora of the family's group (then over every row), kind ``fallback``, at
+    PRIOR_K. For a named corpus (one no prior covers) its σ of ln K̄ is the known corpora's spread
+    (:func:`unseen_corpus_sigma`, over the seed, ``own`` and ``published`` tables), said in its source."""
+    k_bar, source = _fallback_row(priors, corpus, family)
+    sigma = None
+    if corpus:
+        sigma = unseen_corpus_sigma(priors, family, own=own, published=published)
+        source += (f"; no K̄ of its own: σ(ln K̄) {sigma:.2f} added, the spread of the known corpora's K̄ "
+                   "(UNSEEN CORPUS: measure it with advisor kbar --corpus FILE)")  # fmt: skip
+    return KbarChoice(k_bar=k_bar, low=k_bar, high=k_bar, k=PRIOR_K, kind="fallback", source=source, sigma=sigma)
+
+
+def _fallback_row(priors: tuple[KbarPrior, ...] | list[KbarPrior], corpus: str | None, family: str) -> tuple[float, str]:
     group = family_group(family)
     by_key = {(p.corpus, p.family_group): p for p in priors}
-    hit = by_key.get((corpus or "", group))
-    if hit:
-        return hit.k_bar, f"prior {hit.corpus}/{hit.family_group} ({hit.source})"
     hit = by_key.get(("*", group)) or by_key.get(("*", "*"))
     if hit:
         why = "unknown corpus" if corpus is None else f"no prior for corpus {corpus!r}"
