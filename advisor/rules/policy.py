@@ -6,10 +6,21 @@ and default from it. vLLM's own defaults are not here (advisor.vllm_facts)."""
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from advisor.errors import DataError
+
+Count = Annotated[int, Field(ge=1)]
+"""A positive whole number: a K, a sequence or token count, a TP size."""
+
+
+def _ordered(name: str, values: tuple, *, ascending: bool) -> None:
+    """A search grid or ladder is tried in its written order: strictly ascending or descending, as its field says."""
+    pairs = list(zip(values, values[1:]))
+    if not all((a < b) if ascending else (a > b) for a, b in pairs):
+        raise ValueError(f"{name}: need strictly {'ascending' if ascending else 'descending'} values, got {list(values)}")
 
 
 class Bands(BaseModel):
@@ -46,14 +57,30 @@ class Policy(BaseModel):
     num_speculative_tokens: int = Field(ge=1, le=64)
     """Suffix K when neither --k nor a rule sets it: the one K default, which every other default of K reads
     (advisor.kbar, advisor.probe.configs, advisor.predict.api; tests/test_k_default.py greps for a second one)."""
-    suffix_k_fallback: tuple[int, ...]
-    seqs_caps: tuple[int, ...]
+    suffix_k_fallback: tuple[Count, ...] = Field(max_length=8)
+    """Lower suffix K the layout search tries, in this order, where the rules' K does not boot (without --k):
+    the values below the rules' K (advisor.methods.suffix)."""
+    seqs_caps: tuple[Count, ...] = Field(min_length=1, max_length=16)
+    """max_num_seqs caps the layout search tries, in this order, for a latency objective or a TPOT limit at a
+    fixed load, and for the last suffix K where it does not boot at vLLM's default batch (advisor.plan.layout)."""
     p_win_cap_unchecked: float = Field(gt=0.5, le=1)
     """Highest P(win) printed for a class whose R was never checked out of sample, or is biased beyond
     ``class_bias_goal`` there (advisor.predict.class_accuracy)."""
     class_bias_goal: float = Field(gt=0, le=1)
     """|R_pred / R_meas - 1| held out by model beyond which a class's bias widens its gain interval."""
     sources: dict[str, str]
+    """Where each value comes from and what it means: one entry per field above, no other."""
+
+    @model_validator(mode="after")
+    def _grids_and_sources(self) -> "Policy":
+        _ordered("suffix_k_fallback", self.suffix_k_fallback, ascending=False)
+        _ordered("seqs_caps", self.seqs_caps, ascending=False)
+        fields = set(type(self).model_fields) - {"sources"}
+        if missing := sorted(fields - self.sources.keys()):
+            raise ValueError(f"sources: no entry for {', '.join(missing)}")
+        if extra := sorted(self.sources.keys() - fields):
+            raise ValueError(f"sources: {', '.join(extra)} is not a policy value")
+        return self
 
 
 @lru_cache(maxsize=1)
