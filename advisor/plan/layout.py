@@ -596,7 +596,7 @@ def _operating_point(cand: Candidate, p, gpu, lay, method, k, kv_tokens, concurr
             return
         notes += raw(1)[2]
         if schedulable:
-            ranges = op.schedule_ranges(gain_of, k, max(op.SEQS_GRID))
+            ranges = op.schedule_ranges(gain_of, k, max(load_policy().seqs_grid))
             if len(ranges) > 1:  # where the schedule drafts nothing: a plain step, in the graph mode the schedule forces
                 extra = schedule_graph_cost(p, vf)
 

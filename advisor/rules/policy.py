@@ -63,6 +63,15 @@ class Policy(BaseModel):
     seqs_caps: tuple[Count, ...] = Field(min_length=1, max_length=16)
     """max_num_seqs caps the layout search tries, in this order, for a latency objective or a TPOT limit at a
     fixed load, and for the last suffix K where it does not boot at vLLM's default batch (advisor.plan.layout)."""
+    seqs_grid: tuple[Count, ...] = Field(min_length=1, max_length=64)
+    """max_num_seqs values the operating-point search predicts, ascending (advisor.plan.operating_point.grid: up to
+    the per-replica load or the KV cache's slots); its largest also bounds the K-by-batch-size schedule."""
+    batched_tokens_grid: tuple[Count, ...] = Field(min_length=1, max_length=16)
+    """max_num_batched_tokens values the operating-point search predicts, ascending (those below max_num_seqs are
+    skipped: vLLM requires max_num_batched_tokens >= max_num_seqs)."""
+    suffix_max_running: Count
+    """The suffix load cut-off: most running sequences per replica at which suffix decoding is searched without a
+    probe on this host (advisor.plan.operating_point.suffix_load_guard); above it its gain is extrapolated."""
     p_win_cap_unchecked: float = Field(gt=0.5, le=1)
     """Highest P(win) printed for a class whose R was never checked out of sample, or is biased beyond
     ``class_bias_goal`` there (advisor.predict.class_accuracy)."""
@@ -75,6 +84,8 @@ class Policy(BaseModel):
     def _grids_and_sources(self) -> "Policy":
         _ordered("suffix_k_fallback", self.suffix_k_fallback, ascending=False)
         _ordered("seqs_caps", self.seqs_caps, ascending=False)
+        _ordered("seqs_grid", self.seqs_grid, ascending=True)
+        _ordered("batched_tokens_grid", self.batched_tokens_grid, ascending=True)
         fields = set(type(self).model_fields) - {"sources"}
         if missing := sorted(fields - self.sources.keys()):
             raise ValueError(f"sources: no entry for {', '.join(missing)}")
