@@ -60,6 +60,15 @@ class Policy(BaseModel):
     suffix_k_fallback: tuple[Count, ...] = Field(max_length=8)
     """Lower suffix K the layout search tries, in this order, where the rules' K does not boot (without --k):
     the values below the rules' K (advisor.methods.suffix)."""
+    suffix_full_k_fallback: tuple[Count, ...] = Field(max_length=8)
+    """Lower suffix K the layout search tries, in this order, below the line's default K on a vLLM line whose suffix
+    speculator verifies all K every step (``VllmFacts.suffix_drafts_full_k``; advisor.methods.suffix)."""
+    drafter_k_grid: tuple[Annotated[int, Field(ge=1, le=16)], ...] = Field(min_length=1, max_length=16)
+    """num_speculative_tokens searched for a drafter method (EAGLE-3, EAGLE, draft model), ascending, where
+    ``--draft-k`` does not fix it (advisor.methods.eagle3)."""
+    drafter_ks_scored: Count
+    """Ks of a drafter method scored in full per layout: the best this many of ``drafter_k_grid`` at the offered
+    load per replica (advisor.plan.layout._drafter_ks)."""
     seqs_caps: tuple[Count, ...] = Field(min_length=1, max_length=16)
     """max_num_seqs caps the layout search tries, in this order, for a latency objective or a TPOT limit at a
     fixed load, and for the last suffix K where it does not boot at vLLM's default batch (advisor.plan.layout)."""
@@ -84,6 +93,8 @@ class Policy(BaseModel):
     def _grids_and_sources(self) -> "Policy":
         _ordered("suffix_k_fallback", self.suffix_k_fallback, ascending=False)
         _ordered("seqs_caps", self.seqs_caps, ascending=False)
+        _ordered("suffix_full_k_fallback", self.suffix_full_k_fallback, ascending=False)
+        _ordered("drafter_k_grid", self.drafter_k_grid, ascending=True)
         _ordered("seqs_grid", self.seqs_grid, ascending=True)
         _ordered("batched_tokens_grid", self.batched_tokens_grid, ascending=True)
         fields = set(type(self).model_fields) - {"sources"}
