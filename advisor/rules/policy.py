@@ -72,6 +72,21 @@ class Policy(BaseModel):
     seqs_caps: tuple[Count, ...] = Field(min_length=1, max_length=16)
     """max_num_seqs caps the layout search tries, in this order, for a latency objective or a TPOT limit at a
     fixed load, and for the last suffix K where it does not boot at vLLM's default batch (advisor.plan.layout)."""
+    boot_k_ladder: tuple[Count, ...] = Field(max_length=16)
+    """The nearest configuration that boots (advisor.plan.memory.nearest_bootable), first move: lower K values
+    tried, in this order (those below the current K), suffix kept."""
+    boot_seqs_ladder: tuple[Count, ...] = Field(max_length=16)
+    """Its second move: lower max_num_seqs values tried, in this order (below the current or vLLM's default)."""
+    boot_gmu_ladder: tuple[Annotated[float, Field(gt=0, lt=1)], ...] = Field(max_length=16)
+    """Its third move: higher gpu_memory_utilization values tried, in this order (above the current, at most
+    ``boot_max_gmu``)."""
+    boot_max_gmu: float = Field(gt=0, lt=1)
+    """Highest gpu_memory_utilization the nearest-bootable search proposes."""
+    boot_len_ladder: tuple[Count, ...] = Field(max_length=16)
+    """Its fourth move: lower max_model_len values tried, in this order (below the current)."""
+    tp_ladder: tuple[Count, ...] = Field(min_length=1, max_length=16)
+    """Tensor-parallel sizes, ascending, for the minimum GPU count that holds the weights and the nearest-bootable
+    search's fifth move (higher TP, up to the host's GPUs); the largest bounds both ("not within N GPUs")."""
     seqs_grid: tuple[Count, ...] = Field(min_length=1, max_length=64)
     """max_num_seqs values the operating-point search predicts, ascending (advisor.plan.operating_point.grid: up to
     the per-replica load or the KV cache's slots); its largest also bounds the K-by-batch-size schedule."""
@@ -96,6 +111,11 @@ class Policy(BaseModel):
         _ordered("suffix_full_k_fallback", self.suffix_full_k_fallback, ascending=False)
         _ordered("drafter_k_grid", self.drafter_k_grid, ascending=True)
         _ordered("seqs_grid", self.seqs_grid, ascending=True)
+        _ordered("boot_k_ladder", self.boot_k_ladder, ascending=False)
+        _ordered("boot_seqs_ladder", self.boot_seqs_ladder, ascending=False)
+        _ordered("boot_gmu_ladder", self.boot_gmu_ladder, ascending=True)
+        _ordered("boot_len_ladder", self.boot_len_ladder, ascending=False)
+        _ordered("tp_ladder", self.tp_ladder, ascending=True)
         _ordered("batched_tokens_grid", self.batched_tokens_grid, ascending=True)
         fields = set(type(self).model_fields) - {"sources"}
         if missing := sorted(fields - self.sources.keys()):
