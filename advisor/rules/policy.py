@@ -96,6 +96,9 @@ class Policy(BaseModel):
     suffix_max_running: Count
     """The suffix load cut-off: most running sequences per replica at which suffix decoding is searched without a
     probe on this host (advisor.plan.operating_point.suffix_load_guard); above it its gain is extrapolated."""
+    probe_repeat_passes: int = Field(ge=2, le=10)
+    """Boots of each configuration a probe plan asks for (``advisor probe --repeat``, at most 10) where the host
+    class's measured run-to-run noise of R exceeds the predicted margin (advisor.plan.probe_plan)."""
     p_win_cap_unchecked: float = Field(gt=0.5, le=1)
     """Highest P(win) printed for a class whose R was never checked out of sample, or is biased beyond
     ``class_bias_goal`` there (advisor.predict.class_accuracy)."""
