@@ -138,9 +138,10 @@ def judge(f: LoadedFigures, q: PointQuery) -> str | None:
     return None
 
 
-def best(pts: list[Point], objective: str = "throughput", output_len: int = 512) -> Point | None:
+def best(pts: list[Point], objective: str, output_len: int) -> Point | None:
     """The feasible point with the most tok/s per GPU (ties: lower TPOT, lower TTFT, fewer sequences);
-    with ``objective="latency"`` the one whose whole request (TTFT + output_len x TPOT) is shortest."""
+    with ``objective="latency"`` the one whose whole request (TTFT + output_len x TPOT) is shortest (the query's
+    objective and output length: no default of its own)."""
     ok = [p for p in pts if p.feasible]
     if not ok:
         return None
