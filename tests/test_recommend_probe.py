@@ -46,10 +46,10 @@ def test_plan_only_inside_the_unsure_band_and_where_rules_leave_room():
 def test_plan_repeats_the_boots_where_the_host_noise_exceeds_the_margin():
     """A host class whose R varies more from boot to boot (its measured run sigma) than the predicted margin
     |ln gain| gets --repeat 3 in its plan and says why; a margin beyond the noise, or no measured noise, one boot."""
-    from advisor.plan.probe_plan import REPEAT_PASSES
+    from advisor.rules.policy import load_policy
 
     noisy = plan_for(0.45, gain=0.9, run_sigma=0.27)
-    assert noisy.passes == REPEAT_PASSES == 3 and noisy.argv[-2:] == ["--repeat", "3"]
+    assert noisy.passes == load_policy().probe_repeat_passes == 3 and noisy.argv[-2:] == ["--repeat", "3"]
     assert "sigma(ln R) 0.27" in noisy.reason and "|ln 0.90| = 0.11" in noisy.reason
     assert shlex.split(noisy.command) == noisy.argv
     for quiet in (plan_for(0.45, gain=0.9), plan_for(0.45, gain=0.7, run_sigma=0.27)):

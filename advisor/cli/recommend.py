@@ -13,6 +13,8 @@ from advisor.cli import options as o
 from advisor.cli._app import app
 from advisor.cli.common import JsonOpt, emit_json, model_arg, settings, table, vllm_choice
 from advisor.errors import NotBootableError, UsageError
+from advisor.render.gate import nothing_boots
+from advisor.rules.policy import load_policy
 
 if TYPE_CHECKING:
     from advisor.domain.probe_plan import ProbePlan
@@ -56,8 +58,6 @@ def build_recommendation(model: str, opts, gpus_per_node: int | None = None, **c
 
     on_progress, prog = replay_progress(corpus is not None and not corpus.startswith("~") and Path(corpus).is_file() and sys.stderr.isatty())
     fallback = tokenizer is None  # a --tokenizer the user named is never substituted
-    from advisor.rules.policy import load_policy
-
     k_kbar = k or load_policy().num_speculative_tokens  # the K a trace file's K̄ is measured at
     if prog is None:
         workload = workload_for(corpus, concurrency, tokenizer or model, k_kbar, allow_fallback=fallback)
@@ -145,7 +145,7 @@ def first_lines(rec, nearest: str | None) -> list[str]:
     """What a script or a reader must see first: nothing boots (with what would), an SLA nothing meets."""
     out = []
     if rec.memory is not None and not rec.memory.boots:
-        hint = f"nearest configuration that boots: {nearest}" if nearest else "no configuration within 64 GPUs boots with these settings"
+        hint = f"nearest configuration that boots: {nearest}" if nearest else nothing_boots()
         out.append(f"DOES NOT BOOT on {rec.host.gpus}x{rec.host.gpu}: {rec.memory.reason}; {hint}")
     if rec.sla_met is False:
         out.append(f"SLA not met: {rec.limits_missed}" if rec.limits_missed else "SLA not met")

@@ -64,7 +64,7 @@ class MemoryVerdict(BaseModel):
     """False: the weights alone do not fit in the budget on these GPUs."""
     min_gpus_for_weights: int | None
     """Smallest TP at which this model boots without speculation at this gmu and max_model_len
-    (None: not within 64 GPUs)."""
+    (None: not within the largest of the policy table's tp_ladder, 64)."""
     inputs: dict[str, int] = Field(default_factory=dict)
     """Resolved settings the arithmetic used: max_num_batched_tokens, max_num_seqs, block_size,
     tensor_parallel_size, cudagraph graphs, block bytes."""

@@ -12,11 +12,6 @@ from __future__ import annotations
 from advisor.methods import _drafted as dr
 from advisor.methods.base import GainEstimate, common_config, vllm_method_name
 
-K_OPTIONS = (1, 2, 3, 4, 5, 7)
-"""num_speculative_tokens searched for a drafter (vLLM's recipes use 3 to 5 for EAGLE-3 heads; 1 for the lightest
-load). ``--draft-k`` fixes it."""
-
-
 class DrafterMethod:
     """A method whose drafter is a model (EAGLE-3 head, EAGLE head or draft model): one class, one kind each."""
 
@@ -35,8 +30,9 @@ class DrafterMethod:
         return issue.text if issue is not None and issue.kind == "refusal" else None
 
     def ks(self, profile, drafter, *, k_fixed, k_rules, policy, query, vf=None) -> list[int]:
+        # searched over the policy table's drafter_k_grid (rules/policy/decider.yaml); --draft-k fixes it
         fixed = getattr(query, "draft_k", None)
-        return [fixed] if fixed else list(K_OPTIONS)
+        return [fixed] if fixed else list(policy.drafter_k_grid)
 
     def estimate(self, ctx, k, n, context):
         lay = ctx.layout

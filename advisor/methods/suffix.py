@@ -15,10 +15,6 @@ FITTED_NOTE = ("suffix gain: K > R predictor FITTED on the seed sweep (+ this ho
                "from the host profile (calibration/host_profiles.csv)")  # fmt: skip
 
 
-FULL_K_FALLBACK = (4, 2)
-"""Lower K searched on a line whose suffix speculator verifies all K every step (0.34: default min(8, depth))."""
-
-
 def _full_k(ctx, sp, k: int, n: int, context: float) -> GainEstimate:
     """Suffix on a line that drafts all K every step (VllmFacts.suffix_drafts_full_k): K̄ from the suffix prediction's
     traffic (the matched continuation, at most 1 + K), R DERIVED from the release's code (advisor.methods._drafted
@@ -53,7 +49,7 @@ class Suffix:
             return [k_fixed]
         if vf is not None and vf.suffix_drafts_full_k:  # every K is verified every step: the line's default K and below
             top = vf.suffix_default_num_tokens
-            return [top, *(x for x in FULL_K_FALLBACK if x < top)]
+            return [top, *(x for x in policy.suffix_full_k_fallback if x < top)]
         return [k_rules, *(x for x in policy.suffix_k_fallback if x < k_rules)]
 
     def estimate(self, ctx, k, n, context):

@@ -99,7 +99,7 @@ def _ttft(f) -> str:
     return f"{f.ttft_ms.value:,.0f}" if f.ttft_ms is not None else "unbounded"
 
 
-def why_lost(winner: Candidate, other: Candidate, objective: Objective, output_len: int = 512) -> str:
+def why_lost(winner: Candidate, other: Candidate, objective: Objective, output_len: int) -> str:
     """One line: how ``other`` compares with the winner (its own figures, at the precision they were ranked at)."""
     if not other.eligible:
         return other.why_not or "ineligible"

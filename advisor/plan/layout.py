@@ -305,7 +305,7 @@ def score(p: ModelProfile, gpu: GpuSpec, gpus: int, base: Decision, *, concurren
             per_replica = -(-concurrency // lay.dp)
             suffix_booted = False
             keep = _drafter_ks(opts, pk, gpu, lay, vf, suffix_gain, gains, pol.num_speculative_tokens, workload, query,
-                               per_replica)  # fmt: skip
+                               per_replica, pol.drafter_ks_scored)  # fmt: skip
             for method, k, drafter in opts:
                 if keep.get(method) is not None and k not in keep[method]:
                     continue  # a drafter K predicted below the method's best two at this load (see _drafter_ks)
@@ -331,24 +331,20 @@ def score(p: ModelProfile, gpu: GpuSpec, gpus: int, base: Decision, *, concurren
     return cands
 
 
-DRAFTER_KS_KEPT = 2
-"""Ks of a drafter method scored in full per layout: the best at the offered load per replica (each K's operating point
-and closed-loop check cost a simulation, and K moves the gain smoothly: the best two bracket the optimum)."""
-
-
-def _drafter_ks(opts, p, gpu, lay, vf, suffix_gain, gains, k_ngram_ref, workload, query, per_replica) -> dict:
-    """method -> the Ks kept for a drafter method (its gain at ``per_replica`` running sequences, best first); methods
-    without a drafter or with at most DRAFTER_KS_KEPT Ks: absent (all kept). A --draft-k keeps its one K anyway."""
+def _drafter_ks(opts, p, gpu, lay, vf, suffix_gain, gains, k_ngram_ref, workload, query, per_replica, kept: int) -> dict:
+    """method -> the ``kept`` Ks scored in full for a drafter method (the policy table's ``drafter_ks_scored``: its gain at
+    ``per_replica`` running sequences, best first); methods without a drafter or with at most ``kept`` Ks: absent (all
+    kept). A --draft-k keeps its one K anyway."""
     out: dict[str, set] = {}
     context = query.prompt_len + query.output_len / 2
     for method in {m for m, _, d in opts if d is not None}:
         ks = [(k, d) for m, k, d in opts if m == method]
-        if len(ks) <= DRAFTER_KS_KEPT:
+        if len(ks) <= kept:
             continue
         ctx = _context(p, gpu, lay, vf, suffix_gain, gains, k_ngram_ref, workload, ks[0][1])
         spec = _methods.get(method)
         scored = sorted(ks, key=lambda kd: -spec.estimate(ctx, kd[0], max(1, per_replica), context).gain.value)
-        out[method] = {k for k, _ in scored[:DRAFTER_KS_KEPT]}
+        out[method] = {k for k, _ in scored[:kept]}
     return out
 
 
@@ -598,7 +594,7 @@ def _operating_point(cand: Candidate, p, gpu, lay, method, k, kv_tokens, concurr
             return
         notes += raw(1)[2]
         if schedulable:
-            ranges = op.schedule_ranges(gain_of, k, max(op.SEQS_GRID))
+            ranges = op.schedule_ranges(gain_of, k, max(load_policy().seqs_grid))
             if len(ranges) > 1:  # where the schedule drafts nothing: a plain step, in the graph mode the schedule forces
                 extra = schedule_graph_cost(p, vf)
 

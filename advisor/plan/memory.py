@@ -15,20 +15,11 @@ from advisor.model.quant_weights import group_overhead_bits
 from advisor.plan import memory_terms as t
 from advisor.domain.decision import Decision
 from advisor.domain.memory import Alternative, MemoryPlan, PlanSummary
+from advisor.rules.policy import load_policy
 from advisor.vllm_facts import DEFAULT_VERSION
 
-MAX_GMU = 0.95
-"""Highest gpu_memory_utilization the alternative search proposes."""
-K_LADDER = (24, 16, 8, 4)
-"""Lower K values tried, in order, when speculation does not fit (suffix is kept)."""
-TP_LADDER = (1, 2, 4, 8, 16, 32, 64)
-"""Tensor-parallel sizes considered for the minimum GPU count and the alternative search."""
-GMU_LADDER = (0.88, 0.90, 0.92, 0.95)
-"""Higher gpu_memory_utilization values tried, in order."""
-SEQS_LADDER = (512, 256, 128, 64, 32)
-"""Lower max_num_seqs values tried, in order."""
-LEN_LADDER = (65536, 32768, 16384, 8192, 4096, 2048)
-"""Lower max_model_len values tried, in order."""
+# What the alternative search tries (the ladders, the gmu ceiling, the TP sizes) is policy: rules/policy/decider.yaml
+# boot_k_ladder, boot_seqs_ladder, boot_gmu_ladder, boot_max_gmu, boot_len_ladder and tp_ladder.
 
 
 def _gib(n: float) -> float:
@@ -125,8 +116,8 @@ def boot_verdict(profile: ModelProfile, gpu: GpuSpec, d: Decision, num_gpus: int
 
 
 def _min_gpus(profile: ModelProfile, gpu: GpuSpec, d: Decision, block_size: int) -> int | None:
-    """Smallest TP (power of two) at which the model boots without speculation."""
-    for tp in TP_LADDER:
+    """Smallest TP of the policy's ``tp_ladder`` at which the model boots without speculation."""
+    for tp in load_policy().tp_ladder:
         plain = d.model_copy(update={"tensor_parallel_size": tp, "speculative_method": None, "num_speculative_tokens": None})
         if _quick(profile, gpu, plain, tp, block_size).boots:
             return tp
@@ -158,7 +149,7 @@ def _other_quant_hint(profile: ModelProfile, gpu: GpuSpec, d: Decision, num_gpus
         need = _min_gpus(q, gpu, d, block_size)
         gib = _gib(q.weight_bytes)
         where = f"boots on {need} x {gpu.name}" if need and need <= max(num_gpus, 1) else (
-            f"would need {need} x {gpu.name}" if need else "would still not fit within 64 GPUs")
+            f"would need {need} x {gpu.name}" if need else f"would still not fit within {max(load_policy().tp_ladder)} GPUs")
         hints.append(f"{label} (~{gib} GiB of weights) {where}")
     return "; ".join(hints) if hints else "no smaller standard quantization than the current one"
 
@@ -190,7 +181,7 @@ def plan_memory(profile: ModelProfile, gpu: GpuSpec, decision: Decision, *, num_
                   f"the largest term is {dominant} ({terms[dominant]} GiB)")
     elif not fits:
         reason = (f"does not boot: {why}. With this gpu_memory_utilization the model needs at least "
-                  f"{min_gpus or 'more than 64'} x {gpu.name}; {_other_quant_hint(profile, gpu, decision, num_gpus, block_size)}")
+                  f"{min_gpus or f'more than {max(load_policy().tp_ladder)}'} x {gpu.name}; {_other_quant_hint(profile, gpu, decision, num_gpus, block_size)}")
     else:
         reason = f"does not boot: {why}; the largest term is {dominant} ({terms[dominant]} GiB per GPU)"
     plan = MemoryPlan(
@@ -234,27 +225,28 @@ def _notes(profile: ModelProfile, d: Decision, c: dict, build: str = "release") 
 
 
 def _candidates(profile: ModelProfile, gpu: GpuSpec, d: Decision, num_gpus: int, version: str = DEFAULT_VERSION):
-    """(decision, field changed, change, reason) in the search order of nearest_bootable."""
+    """(decision, field changed, change, reason) in the search order of nearest_bootable (the policy's ladders)."""
+    pol = load_policy()
     k = d.num_speculative_tokens if d.speculative_method else None
     if k:
-        for nk in (x for x in K_LADDER if x < k):
+        for nk in (x for x in pol.boot_k_ladder if x < k):
             yield (d.model_copy(update={"num_speculative_tokens": nk}), "num_speculative_tokens", f"num_speculative_tokens {k} -> {nk}",
                    "fewer draft tokens shrink what speculative decoding holds at start-up; suffix stays on")
     seqs = d.max_num_seqs or t.batch_defaults(gpu, version)[1]
     label = f"{seqs}{'' if d.max_num_seqs else ' (default)'}"
-    for ns in (x for x in SEQS_LADDER if x < seqs):
+    for ns in (x for x in pol.boot_seqs_ladder if x < seqs):
         yield (d.model_copy(update={"max_num_seqs": ns}), "max_num_seqs", f"max_num_seqs {label} -> {ns}",
                "a smaller batch shrinks the sampler and speculative-decoding buffers sized by max_num_seqs")
-    for g in (x for x in GMU_LADDER if d.gpu_memory_utilization < x <= MAX_GMU):
+    for g in (x for x in pol.boot_gmu_ladder if d.gpu_memory_utilization < x <= pol.boot_max_gmu):
         yield (d.model_copy(update={"gpu_memory_utilization": g}), "gpu_memory_utilization",
                f"gpu_memory_utilization {d.gpu_memory_utilization} -> {g}",
                "a larger budget leaves more memory after weights and activations")
-    for ln in (x for x in LEN_LADDER if x < d.max_model_len):
+    for ln in (x for x in pol.boot_len_ladder if x < d.max_model_len):
         yield (d.model_copy(update={"max_model_len": ln}), "max_model_len", f"max_model_len {d.max_model_len} -> {ln}",
                "a shorter maximum length needs less KV cache for one full-length request")
     from advisor.model.tp_rules import tp_refusal
 
-    for tp in (x for x in TP_LADDER if d.tensor_parallel_size < x <= num_gpus and tp_refusal(profile, x) is None):
+    for tp in (x for x in pol.tp_ladder if d.tensor_parallel_size < x <= num_gpus and tp_refusal(profile, x) is None):
         yield (d.model_copy(update={"tensor_parallel_size": tp}), "tensor_parallel_size",
                f"tensor_parallel_size {d.tensor_parallel_size} -> {tp}",
                "more GPUs per replica split the weights and the KV cache further")
@@ -266,9 +258,9 @@ def _candidates(profile: ModelProfile, gpu: GpuSpec, d: Decision, num_gpus: int,
 def nearest_bootable(profile: ModelProfile, gpu: GpuSpec, decision: Decision, *, num_gpus: int,
                      block_size: int = t.DEFAULT_BLOCK_SIZE, build: str = "release",
                      fixed: frozenset[str] = frozenset(), vllm_version: str = DEFAULT_VERSION) -> Alternative | None:
-    """The first single change that boots, in this order: lower K (suffix kept: down K_LADDER),
-    lower max_num_seqs, higher gmu (<= 0.95), lower max_model_len, higher TP (<= num_gpus), and as a
-    last resort speculation off. Fields named in ``fixed`` (the user's explicit flags) are never
+    """The first single change that boots, in this order (the policy table's ladders, rules/policy/decider.yaml):
+    lower K (suffix kept: down ``boot_k_ladder``), lower max_num_seqs, higher gmu (<= ``boot_max_gmu``), lower
+    max_model_len, higher TP (<= num_gpus), and as a last resort speculation off. Fields named in ``fixed`` (the user's explicit flags) are never
     changed. None when the decision already boots or nothing single does."""
     if _quick(profile, gpu, decision, num_gpus, block_size, build, vllm_version).boots:
         return None

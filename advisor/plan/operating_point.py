@@ -2,8 +2,9 @@
 a TPOT / TTFT limit, the Pareto frontier, and speculation that follows load (pure).
 
 For one layout and speculative method the caller hands in the physics as functions of the running
-sequences n (a decode step, the speculative gain); every (b, M) of the grids below is predicted by
-:func:`advisor.predict.serving.operating_figures` at the load the question fixes:
+sequences n (a decode step, the speculative gain); every (b, M) of the policy table's grids (rules/policy/decider.yaml
+``seqs_grid`` x ``batched_tokens_grid``) is predicted by :func:`advisor.predict.serving.operating_figures` at the load
+the question fixes:
 
 - ``--max-tpot-ms`` / ``--max-ttft-ms`` without ``--concurrency``: the offered concurrency is chosen
   too — b requests per replica (a closed loop exactly at the cap; offering more only queues);
@@ -23,16 +24,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from advisor.domain.prediction import Band
 from advisor.predict.absolute import ReplicaLayout
 from advisor.predict.serving import LoadedFigures, busy_replicas, operating_figures
+from advisor.rules.policy import load_policy
 
-SEQS_GRID = (8, 16, 24, 32, 48, 64, 96, 128, 160, 192, 256, 320, 384, 512, 768, 1024)
-"""max_num_seqs values searched (vLLM's default on an H200 is 1024: advisor.vllm_facts batch_tiers)."""
-TOKENS_GRID = (2048, 4096, 8192, 16384)
-"""max_num_batched_tokens values searched; vLLM requires max_num_batched_tokens >= max_num_seqs
-(vllm/config/scheduler.py:328-333 verify_max_model_len, 0.32.0), so smaller ones are skipped."""
-SUFFIX_EVIDENCE_MAX_RUNNING = 64
-"""Most running sequences per replica at which suffix decoding's gain was measured: the H200 grid's
-suffix engines ran 1-64 (calibration/gpu_steps/h200-vllm0.26.0/grid.jsonl), the seed sweep 32
-(advisor.predict.dataset.SEED_CONCURRENCY). Above it the K > R predictor extrapolates."""
 HIGH_LOAD_EVIDENCE = ("published serving runs see suffix decoding lose at high concurrency: ArcticInference issue #185 "
                       "(https://github.com/snowflakedb/ArcticInference/issues/185: output throughput below no speculation "
                       "above ~20 concurrent requests; the maintainers: 'high-concurrency scenarios leave less compute for "
@@ -82,11 +75,14 @@ class Point(BaseModel):
 
 
 def grid(q: PointQuery, lay: ReplicaLayout, kv_slots: int, tokens_per_seq: float) -> list[tuple[int, int]]:
-    """The (max_num_seqs, max_num_batched_tokens) pairs worth predicting for this replica."""
+    """The (max_num_seqs, max_num_batched_tokens) pairs worth predicting for this replica (the policy table's
+    ``seqs_grid`` x ``batched_tokens_grid``)."""
+    pol = load_policy()
+    seqs_grid, tokens_grid = pol.seqs_grid, pol.batched_tokens_grid
     per_replica = None if q.concurrency is None else -(-q.concurrency // lay.dp)
-    limit = min(per_replica or max(SEQS_GRID), max(SEQS_GRID))
+    limit = min(per_replica or max(seqs_grid), max(seqs_grid))
     seqs: list[int] = []
-    for b in SEQS_GRID:
+    for b in seqs_grid:
         if b >= limit:
             break
         seqs.append(b)
@@ -94,8 +90,9 @@ def grid(q: PointQuery, lay: ReplicaLayout, kv_slots: int, tokens_per_seq: float
             break
     if not seqs or seqs[-1] < kv_slots:
         seqs.append(limit)
-    pairs = [(b, m) for b in seqs for m in TOKENS_GRID if m >= b and m >= b * min(tokens_per_seq, 2.0)]
-    return pairs or [(seqs[0] if seqs else 1, max(TOKENS_GRID))]
+    # vLLM requires max_num_batched_tokens >= max_num_seqs (vllm/config/scheduler.py:328-333 verify_max_model_len, 0.32.0)
+    pairs = [(b, m) for b in seqs for m in tokens_grid if m >= b and m >= b * min(tokens_per_seq, 2.0)]
+    return pairs or [(seqs[0] if seqs else 1, max(tokens_grid))]
 
 
 def points(q: PointQuery, lay: ReplicaLayout, method: str, k: int | None, *, step_of: Callable[[int], float],
@@ -141,9 +138,10 @@ def judge(f: LoadedFigures, q: PointQuery) -> str | None:
     return None
 
 
-def best(pts: list[Point], objective: str = "throughput", output_len: int = 512) -> Point | None:
+def best(pts: list[Point], objective: str, output_len: int) -> Point | None:
     """The feasible point with the most tok/s per GPU (ties: lower TPOT, lower TTFT, fewer sequences);
-    with ``objective="latency"`` the one whose whole request (TTFT + output_len x TPOT) is shortest."""
+    with ``objective="latency"`` the one whose whole request (TTFT + output_len x TPOT) is shortest (the query's
+    objective and output length: no default of its own)."""
     ok = [p for p in pts if p.feasible]
     if not ok:
         return None
@@ -172,12 +170,12 @@ def pareto(pts: list[Point]) -> list[Point]:
 
 
 def schedule_ranges(gain_of: Callable[[int], Band | None], k: int, upto: int) -> list[list[int]]:
-    """K by batch size from the predicted gain: at each size of SEQS_GRID (and 1, ``upto``) K where the gain
+    """K by batch size from the predicted gain: at each size of the policy's ``seqs_grid`` (and 1, ``upto``) K where the gain
     is > 1, else 0; a size between two of them takes the decision of the one at or above it (a conservative
     step where the gain crosses 1), merged into vLLM's ``[[lo, hi, K], …]`` from 1 to ``upto``. The gain
     need not fall with batch size: CPU-side drafting costs a fixed share per step, so n-gram can lose at one
     sequence and win at hundreds."""
-    sizes = sorted({1, *(b for b in SEQS_GRID if b <= upto), upto})
+    sizes = sorted({1, *(b for b in load_policy().seqs_grid if b <= upto), upto})
     out: list[list[int]] = []
     lo = 1
     for n in sizes:
@@ -226,15 +224,17 @@ def spec_schedule(method: str, k: int, gain_of: Callable[[int], Band | None], ma
 
 def suffix_load_guard(running: int, p_win: float | None, facts, dp: int) -> str | None:
     """Why suffix decoding is off at ``running`` sequences per replica, or None. Above the concurrency
-    suffix was measured at, its gain is the K > R predictor's extrapolation, and published serving runs
-    see it lose there; vLLM cannot schedule suffix off by batch size, so the search keeps suffix to
-    loads inside the evidence (a probe on this host, which makes the rules require suffix, overrides)."""
-    if running <= SUFFIX_EVIDENCE_MAX_RUNNING:
+    suffix was measured at (the policy table's ``suffix_max_running``, the load cut-off), its gain is the
+    K > R predictor's extrapolation, and published serving runs see it lose there; vLLM cannot schedule
+    suffix off by batch size, so the search keeps suffix to loads inside the evidence (a probe on this host,
+    which makes the rules require suffix, overrides)."""
+    cut = load_policy().suffix_max_running
+    if running <= cut:
         return None
     how = ("cannot schedule suffix off by batch size" if "suffix" not in facts.spec_schedule_methods
            else "drops the batch-size schedule with DP" if dp > 1 and not facts.spec_schedule_with_dp else "")  # fmt: skip
     pw = f" (predicted P(win) {p_win:.2f})" if p_win is not None else ""
     return (f"suffix off at {running} running per replica: its gain{pw} is extrapolated past the "
-            f"{SUFFIX_EVIDENCE_MAX_RUNNING} running sequences it was measured at, where {HIGH_LOAD_EVIDENCE}; "
+            f"{cut} running sequences it was measured at, where {HIGH_LOAD_EVIDENCE}; "
             f"vLLM {facts.version} {how or 'is not asked to schedule it'} ({facts.sources.get('spec_schedule_methods', '')}); "
             f"`advisor probe` at this concurrency settles it on this host")  # fmt: skip

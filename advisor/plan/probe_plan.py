@@ -19,10 +19,7 @@ from advisor.domain.decision import Decision
 from advisor.domain.prediction import RecommendedPrediction
 from advisor.domain.probe_plan import ProbePlan
 from advisor.domain.workload import Workload
-
-
-REPEAT_PASSES = 3
-"""Boots of each configuration a plan asks for where one boot's noise exceeds the margin (the median of three)."""
+from advisor.rules.policy import load_policy
 
 
 def probe_plan(
@@ -41,7 +38,7 @@ def probe_plan(
     """The plan, or None when the recommendation is settled: the rules decide, this host already
     measured it, or P(win) is outside [low, high] and |ln fitted_factor| <= ``fitted_within``.
     ``run_sigma``: the host class's measured run-to-run sigma of ln R (HostProfile.suffix_run_sigma); above the
-    predicted margin |ln gain| the plan boots each configuration REPEAT_PASSES times."""
+    predicted margin |ln gain| the plan boots each configuration the policy table's ``probe_repeat_passes`` times."""
     import math
 
     if prediction is None or policy in ("required", "forbidden") or prediction.measured:
@@ -71,7 +68,7 @@ def probe_plan(
     if decision.max_num_seqs:
         argv += ["--max-num-seqs", str(decision.max_num_seqs)]
     margin = abs(math.log(prediction.gain)) if prediction.gain > 0 else 0.0
-    passes = REPEAT_PASSES if run_sigma > margin else 1
+    passes = load_policy().probe_repeat_passes if run_sigma > margin else 1
     if passes > 1:
         argv += ["--repeat", str(passes)]
     head = f"suffix K={k} against plain decoding at TP {decision.tensor_parallel_size}, {workload.concurrency} running per replica: "

@@ -6,11 +6,17 @@ from collections.abc import Callable
 
 from advisor.errors import NotBootableError
 from advisor.render.files import summary_line
+from advisor.rules.policy import load_policy
 
 
 def boots(rec) -> bool | None:
     """The memory plan's verdict (None when there is no plan)."""
     return None if not rec.memory else rec.memory.boots
+
+
+def nothing_boots() -> str:
+    """The hint where no GPU count the memory planner considers (up to the policy table's largest ``tp_ladder``) boots."""
+    return f"no configuration within {max(load_policy().tp_ladder)} GPUs boots with these settings"
 
 
 def nearest_booting(rec, try_gpus: Callable[[int], object]) -> str | None:
@@ -35,7 +41,7 @@ def check_boots(rec, try_gpus: Callable[[int], object], *, force: bool) -> list[
     reason = rec.memory.reason
     where = f"{rec.host.gpus}x{rec.host.gpu}"
     nearest = nearest_booting(rec, try_gpus)
-    hint = f"nearest configuration that boots: {nearest}" if nearest else "no configuration within 64 GPUs boots with these settings"
+    hint = f"nearest configuration that boots: {nearest}" if nearest else nothing_boots()
     if not force:
         raise NotBootableError(f"not rendering: {summary_line(rec.decision)} on {where} {reason}; {hint}; pass --force to render it anyway")
     return [f"rendered with --force although it does not boot on {where}: {reason}; {hint}"]

@@ -6,10 +6,21 @@ and default from it. vLLM's own defaults are not here (advisor.vllm_facts)."""
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from advisor.errors import DataError
+
+Count = Annotated[int, Field(ge=1)]
+"""A positive whole number: a K, a sequence or token count, a TP size."""
+
+
+def _ordered(name: str, values: tuple, *, ascending: bool) -> None:
+    """A search grid or ladder is tried in its written order: strictly ascending or descending, as its field says."""
+    pairs = list(zip(values, values[1:]))
+    if not all((a < b) if ascending else (a > b) for a, b in pairs):
+        raise ValueError(f"{name}: need strictly {'ascending' if ascending else 'descending'} values, got {list(values)}")
 
 
 class Bands(BaseModel):
@@ -46,14 +57,75 @@ class Policy(BaseModel):
     num_speculative_tokens: int = Field(ge=1, le=64)
     """Suffix K when neither --k nor a rule sets it: the one K default, which every other default of K reads
     (advisor.kbar, advisor.probe.configs, advisor.predict.api; tests/test_k_default.py greps for a second one)."""
-    suffix_k_fallback: tuple[int, ...]
-    seqs_caps: tuple[int, ...]
+    suffix_k_fallback: tuple[Count, ...] = Field(max_length=8)
+    """Lower suffix K the layout search tries, in this order, where the rules' K does not boot (without --k):
+    the values below the rules' K (advisor.methods.suffix)."""
+    suffix_full_k_fallback: tuple[Count, ...] = Field(max_length=8)
+    """Lower suffix K the layout search tries, in this order, below the line's default K on a vLLM line whose suffix
+    speculator verifies all K every step (``VllmFacts.suffix_drafts_full_k``; advisor.methods.suffix)."""
+    drafter_k_grid: tuple[Annotated[int, Field(ge=1, le=16)], ...] = Field(min_length=1, max_length=16)
+    """num_speculative_tokens searched for a drafter method (EAGLE-3, EAGLE, draft model), ascending, where
+    ``--draft-k`` does not fix it (advisor.methods.eagle3)."""
+    drafter_ks_scored: Count
+    """Ks of a drafter method scored in full per layout: the best this many of ``drafter_k_grid`` at the offered
+    load per replica (advisor.plan.layout._drafter_ks)."""
+    seqs_caps: tuple[Count, ...] = Field(min_length=1, max_length=16)
+    """max_num_seqs caps the layout search tries, in this order, for a latency objective or a TPOT limit at a
+    fixed load, and for the last suffix K where it does not boot at vLLM's default batch (advisor.plan.layout)."""
+    boot_k_ladder: tuple[Count, ...] = Field(max_length=16)
+    """The nearest configuration that boots (advisor.plan.memory.nearest_bootable), first move: lower K values
+    tried, in this order (those below the current K), suffix kept."""
+    boot_seqs_ladder: tuple[Count, ...] = Field(max_length=16)
+    """Its second move: lower max_num_seqs values tried, in this order (below the current or vLLM's default)."""
+    boot_gmu_ladder: tuple[Annotated[float, Field(gt=0, lt=1)], ...] = Field(max_length=16)
+    """Its third move: higher gpu_memory_utilization values tried, in this order (above the current, at most
+    ``boot_max_gmu``)."""
+    boot_max_gmu: float = Field(gt=0, lt=1)
+    """Highest gpu_memory_utilization the nearest-bootable search proposes."""
+    boot_len_ladder: tuple[Count, ...] = Field(max_length=16)
+    """Its fourth move: lower max_model_len values tried, in this order (below the current)."""
+    tp_ladder: tuple[Count, ...] = Field(min_length=1, max_length=16)
+    """Tensor-parallel sizes, ascending, for the minimum GPU count that holds the weights and the nearest-bootable
+    search's fifth move (higher TP, up to the host's GPUs); the largest bounds both ("not within N GPUs")."""
+    seqs_grid: tuple[Count, ...] = Field(min_length=1, max_length=64)
+    """max_num_seqs values the operating-point search predicts, ascending (advisor.plan.operating_point.grid: up to
+    the per-replica load or the KV cache's slots); its largest also bounds the K-by-batch-size schedule."""
+    batched_tokens_grid: tuple[Count, ...] = Field(min_length=1, max_length=16)
+    """max_num_batched_tokens values the operating-point search predicts, ascending (those below max_num_seqs are
+    skipped: vLLM requires max_num_batched_tokens >= max_num_seqs)."""
+    suffix_max_running: Count
+    """The suffix load cut-off: most running sequences per replica at which suffix decoding is searched without a
+    probe on this host (advisor.plan.operating_point.suffix_load_guard); above it its gain is extrapolated."""
+    probe_repeat_passes: int = Field(ge=2, le=10)
+    """Boots of each configuration a probe plan asks for (``advisor probe --repeat``, at most 10) where the host
+    class's measured run-to-run noise of R exceeds the predicted margin (advisor.plan.probe_plan)."""
     p_win_cap_unchecked: float = Field(gt=0.5, le=1)
     """Highest P(win) printed for a class whose R was never checked out of sample, or is biased beyond
     ``class_bias_goal`` there (advisor.predict.class_accuracy)."""
     class_bias_goal: float = Field(gt=0, le=1)
     """|R_pred / R_meas - 1| held out by model beyond which a class's bias widens its gain interval."""
     sources: dict[str, str]
+    """Where each value comes from and what it means: one entry per field above, no other."""
+
+    @model_validator(mode="after")
+    def _grids_and_sources(self) -> "Policy":
+        _ordered("suffix_k_fallback", self.suffix_k_fallback, ascending=False)
+        _ordered("seqs_caps", self.seqs_caps, ascending=False)
+        _ordered("suffix_full_k_fallback", self.suffix_full_k_fallback, ascending=False)
+        _ordered("drafter_k_grid", self.drafter_k_grid, ascending=True)
+        _ordered("seqs_grid", self.seqs_grid, ascending=True)
+        _ordered("boot_k_ladder", self.boot_k_ladder, ascending=False)
+        _ordered("boot_seqs_ladder", self.boot_seqs_ladder, ascending=False)
+        _ordered("boot_gmu_ladder", self.boot_gmu_ladder, ascending=True)
+        _ordered("boot_len_ladder", self.boot_len_ladder, ascending=False)
+        _ordered("tp_ladder", self.tp_ladder, ascending=True)
+        _ordered("batched_tokens_grid", self.batched_tokens_grid, ascending=True)
+        fields = set(type(self).model_fields) - {"sources"}
+        if missing := sorted(fields - self.sources.keys()):
+            raise ValueError(f"sources: no entry for {', '.join(missing)}")
+        if extra := sorted(self.sources.keys() - fields):
+            raise ValueError(f"sources: {', '.join(extra)} is not a policy value")
+        return self
 
 
 @lru_cache(maxsize=1)
