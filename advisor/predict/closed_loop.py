@@ -70,90 +70,151 @@ class ClosedLoopRun(BaseModel):
 def simulate(step_of: Callable[[int], float], *, prefill_token_s: float, prompt_len: int, output_len: int,
              concurrency: int, num_prompts: int, max_num_seqs: int, max_num_batched_tokens: int, kv_slots: int,
              gain: float = 1.0, tokens_per_seq: float = 1.0) -> ClosedLoopRun:  # fmt: skip
-    """Play the closed loop (module docstring) and return what the benchmark would report."""
+    """Play the closed loop (module docstring) and return what the benchmark would report.
+
+    How it is played (the figures are those of playing every request step by step, to the last bit): the running
+    batch, in admission order, is the requests decoding, then at most one whose prompt is still being prefilled (a
+    prompt that does not finish takes the rest of the budget, so nobody is admitted behind it). A step decodes the
+    first M // q decoding requests (the active ones; the others wait, emitted 1, until those end). Requests that get
+    their first token in the same step are one group (split where the budget ends). A request's emitted count is
+    the float sum of the play (1 at its first token, + gain a step, + k x gain over a jump), so an earlier request
+    has emitted at least as much as a later one and requests end from the front; a group that has only decoded step
+    by step is at ``emitted[n]`` after n steps, one table for all. A step then costs the same whatever the requests
+    in flight, and a jump one update per group."""
     P, out_len, M = max(1, prompt_len), max(1, output_len), max(1, max_num_batched_tokens)
     slots = max(1, min(max_num_seqs, kv_slots))
     q = max(1, math.ceil(tokens_per_seq))
     g = max(1e-6, gain)
     n_total = max(1, num_prompts)
     first = min(concurrency, n_total)
-    waiting: deque[float] = deque([CLIENT_OVERHEAD_S] * first)
+    cap = M // q  # decoding requests one step's budget schedules
+    end_at = out_len - 1e-9
+    waiting: deque[list] = deque([[CLIENT_OVERHEAD_S, first]] if first > 0 else [])  # [arrival, requests]
     sent = first
-    # running request: [arrival, prefill_left, emitted, first_token_time]
-    running: list[list[float]] = []
-    prefilling = 0  # running requests whose prompt is not yet fully prefilled
+    prefill: list | None = None  # [arrival, prompt tokens left] of the request being prefilled
+    # active group: [requests, first-token time, base, emitted, at]; emitted None: at emitted[decode_steps - base];
+    # else (after a jump) ``emitted`` as of decode_steps = at, + gain a decode step since
+    active: deque[list] = deque()
+    frozen: deque[list] = deque()  # [requests, first-token time]: decoding requests past the budget (emitted 1)
+    n_active = n_frozen = 0
+    emitted = [1.0]  # emitted[n]: 1 + gain, n times over
+    decode_steps = 0  # steps played one at a time (each decodes the active requests)
     t = 0.0
     steps = 0
     ttfts: list[float] = []
     tpots: list[float] = []
     done = 0
+
+    def emitted_of(grp: list) -> float:
+        if grp[3] is None:
+            n = decode_steps - grp[2]
+            while len(emitted) <= n:
+                emitted.append(emitted[-1] + g)
+            return emitted[n]
+        v = grp[3]
+        for _ in range(decode_steps - grp[4]):
+            v += g
+        grp[3], grp[4] = v, decode_steps
+        return v
+
     while done < n_total:
-        if not running and not waiting:  # cannot happen in a closed loop with requests left; guard anyway
+        while frozen and n_active < cap:  # requests the budget now reaches start decoding
+            grp = frozen[0]
+            n = min(grp[0], cap - n_active)
+            if n == grp[0]:
+                frozen.popleft()
+            else:
+                grp[0] -= n
+            active.append([n, grp[1], decode_steps, None, 0])
+            n_active += n
+            n_frozen -= n
+        in_flight = n_active + n_frozen + (prefill is not None)
+        if not in_flight and not waiting:  # cannot happen in a closed loop with requests left; guard anyway
             break
-        decoding = prefilling == 0
-        blocked = not waiting or len(running) >= slots or waiting[0] > t  # nobody can be admitted this step
-        if blocked and decoding and running and len(running) * q <= M:
+        blocked = not waiting or in_flight >= slots or waiting[0][0] > t  # nobody can be admitted this step
+        if blocked and prefill is None and in_flight and in_flight * q <= M:
             # a pure decode phase: nothing changes until the next request ends (or the next arrival), so jump there
-            left = min(out_len - r[2] for r in running)
+            left = out_len - emitted_of(active[0])
             k = max(1, math.ceil(left / g))
-            dt = step_of(len(running))
-            if waiting and len(running) < slots:  # an arrival later than now: stop at the step it falls in
-                k = max(1, min(k, math.ceil((waiting[0] - t) / dt)))
+            dt = step_of(in_flight)
+            if waiting and in_flight < slots:  # an arrival later than now: stop at the step it falls in
+                k = max(1, min(k, math.ceil((waiting[0][0] - t) / dt)))
             t += k * dt
             steps += k
-            for r in running:
-                r[2] += k * g
+            for grp in active:
+                grp[3], grp[4] = emitted_of(grp) + k * g, decode_steps
         else:
-            budget = M
-            plan: list[tuple[list[float], int]] = []  # (request, prefill tokens this step; 0: a decode)
-            dec = 0
+            dec = n_active
+            budget = M - dec * q
             pf_tokens = 0
-            for r in running:
-                if budget <= 0:
-                    break
-                if r[1] > 0:
-                    take = int(min(r[1], budget))
-                    plan.append((r, take))
-                    budget -= take
-                    pf_tokens += take
-                elif budget >= q:
-                    plan.append((r, 0))
-                    budget -= q
-                    dec += 1
-            while waiting and len(running) < slots and budget > 0 and waiting[0] <= t:
-                r = [waiting.popleft(), float(P), 0.0, 0.0]
-                running.append(r)
-                prefilling += 1
-                take = int(min(P, budget))
-                plan.append((r, take))
+            if prefill is not None and budget > 0:
+                take = min(prefill[1], budget)
+                prefill[1] -= take
                 budget -= take
                 pf_tokens += take
-            if not plan:  # every waiting request arrives later: idle until the first one
-                t = max(t, waiting[0])
+            else:
+                take = 0
+            admitted: list[tuple[float, int]] = []  # (arrival, requests) admitted with their whole prompt
+            partial = None
+            while waiting and in_flight < slots and budget > 0 and waiting[0][0] <= t:
+                entry = waiting[0]
+                n = min(entry[1], slots - in_flight, budget // P)
+                if n:
+                    admitted.append((entry[0], n))
+                    budget -= n * P
+                    pf_tokens += n * P
+                    in_flight += n
+                    entry[1] -= n
+                if entry[1] and in_flight < slots and 0 < budget < P:  # a first chunk of the next prompt
+                    partial = [entry[0], P - budget]
+                    pf_tokens += budget
+                    budget = 0
+                    in_flight += 1
+                    entry[1] -= 1
+                if not entry[1]:
+                    waiting.popleft()
+            if not dec and not take and not admitted and partial is None:  # every waiting request arrives later
+                t = max(t, waiting[0][0])
                 continue
             dt = step_of(max(1, dec)) + pf_tokens * prefill_token_s
             t += dt
             steps += 1
-            for r, take in plan:
-                if take:
-                    r[1] -= take
-                    if r[1] <= 0:
-                        prefilling -= 1
-                        r[2], r[3] = 1.0, t
-                        ttfts.append(t - r[0])
-                else:
-                    r[2] += g
-        still = []
-        for r in running:
-            if r[1] <= 0 and r[2] >= out_len - 1e-9:
-                done += 1
-                tpots.append((t - r[3]) / (out_len - 1) if out_len > 1 else 0.0)
-                if sent < n_total:
-                    waiting.append(t + CLIENT_OVERHEAD_S)
-                    sent += 1
-            else:
-                still.append(r)
-        running = still
+            decode_steps += 1
+            started = 0
+            if take and prefill[1] <= 0:
+                ttfts.append(t - prefill[0])
+                started, prefill = 1, None
+            for arrival, n in admitted:
+                ttfts.extend([t - arrival] * n)
+                started += n
+            if partial is not None:
+                prefill = partial
+            if started:  # emitted 1 from this step on; decoding from the next where the budget reaches them
+                n = 0 if frozen else min(started, cap - n_active)
+                if n:
+                    active.append([n, t, decode_steps, None, 0])
+                    n_active += n
+                if started > n:
+                    frozen.append([started - n, t])
+                    n_frozen += started - n
+        ended: list[list] = []
+        while active and emitted_of(active[0]) >= end_at:
+            grp = active.popleft()
+            n_active -= grp[0]
+            ended.append(grp)
+        if not active:  # the waiting ones have emitted 1: they end only at O = 1
+            while frozen and 1.0 >= end_at:
+                grp = frozen.popleft()
+                n_frozen -= grp[0]
+                ended.append(grp)
+        for grp in ended:
+            n = grp[0]
+            done += n
+            tpots.extend([(t - grp[1]) / (out_len - 1) if out_len > 1 else 0.0] * n)
+            new = min(n, n_total - sent)
+            if new > 0:
+                waiting.append([t + CLIENT_OVERHEAD_S, new])
+                sent += new
     ttfts.sort()
     return ClosedLoopRun(
         requests=done, mean_ttft_ms=round(statistics.fmean(ttfts) * 1e3, 1), median_ttft_ms=round(statistics.median(ttfts) * 1e3, 1),
