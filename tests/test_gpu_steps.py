@@ -189,7 +189,7 @@ def test_folder_gpu_reads_the_catalog_name_from_nvidia_smi(tmp_path):
 def test_the_printed_plain_step_band_is_computed_per_class_from_the_shipped_grids():
     """The text output's plain-step accuracy is the class's own on that GPU, read from calibration/class_accuracy.csv
     (which a rebuild from the grids reproduces), and says where it was not measured (issue 42: no constant claim)."""
-    from advisor.plan.layout_wiring import _band_note
+    from advisor.report.text import band_note as _band_note
     from advisor.predict.class_accuracy import lookup
 
     # the table is its rebuild: tests/test_tables.py (advisor calibrate rebuild class_accuracy --check)

@@ -204,7 +204,7 @@ def _print(rec, vllm, first: list[str] = (), bench: dict | None = None) -> None:
         m = rec.memory
         rows.append(("memory", f"{'boots' if m.boots else 'DOES NOT BOOT'}: {m.kv_cache_tokens:,} KV tokens, {m.max_concurrency_at_max_len:.1f} requests at max_model_len"))
     print(table(rows, "Recommendation"))
-    from advisor.plan.layout_wiring import text_lines
+    from advisor.report.text import text_lines
 
     for line in text_lines(rec):
         print(line)
