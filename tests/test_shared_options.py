@@ -14,8 +14,10 @@ from advisor.cli.options import SHARED
 README = Path(__file__).resolve().parents[1] / "README.md"
 
 
-def _flags(name: str) -> set[str]:
+def _flags(name: str, sub: str | None = None) -> set[str]:
     cmd = typer.main.get_command(app).commands[name]
+    if sub:  # a command group's subcommand (``calibrate rebuild``)
+        cmd = cmd.commands[sub]
     return {o for p in cmd.params for o in getattr(p, "opts", []) if o.startswith("--")}
 
 
@@ -39,12 +41,14 @@ def test_readme_command_table_matches_help():
     rows = [line for line in README.read_text(encoding="utf-8").splitlines() if line.startswith("| `advisor ")]
     assert rows
     for row in rows:
-        cmd = re.match(r"\| `advisor (\w+)", row).group(1)
+        cmd, sub = re.match(r"\| `advisor (\w+)(?: (\w+))?", row).groups()
         if cmd not in {c for c in typer.main.get_command(app).commands}:
             continue
+        group = getattr(typer.main.get_command(app).commands[cmd], "commands", {})
+        sub = sub if sub in group else None
         usage = re.split(r"(?<!\\)\|", row)[1]
         named = set(re.findall(r"(--[a-z][a-z0-9-]*)", usage))
-        known = _flags(cmd) | {"--help"}
+        known = _flags(cmd, sub) | {"--help"}
         if cmd == "report":  # the row also names `recommend … --html FILE`
             known |= _flags("recommend")
         assert named <= known, (cmd, named - known)

@@ -44,7 +44,7 @@ def fit(cal: Path) -> dict:
     c15 = cal / manifests.root("drafter_costs_fit")
     pred = json.loads((c15 / "predictions.json").read_text())
     ctx = pred["context"]
-    p, gpu = load_profile("meta-llama/Llama-3.1-8B-Instruct"), get_gpu("H100")
+    p, gpu = load_profile("meta-llama/Llama-3.1-8B-Instruct"), get_gpu(pred["gpu"])
     lay = ReplicaLayout(tp=1, dp=1, ep=False)
     head = load_drafter("yuhuili/EAGLE3-LLaMA3.1-Instruct-8B")
     steps = _steps(c15)
@@ -76,7 +76,7 @@ def fit(cal: Path) -> dict:
             _, verify, draft, _ = dr.drafted_step(p, head, gpu, lay, c, ctx, k, host=(a, b))
             after.append(math.log((meas / steps["none", c]) / ((verify + draft) / dr.plain_step(p, gpu, lay, c, ctx))))
     rms = lambda v: math.sqrt(sum(x * x for x in v) / len(v))  # noqa: E731
-    return {"host_profile": "h100-vllm0.26.0", "gpu": "H100", "vllm": "0.26.0", "forward_fixed_s": f"{a:.3e}",
+    return {"host_profile": f"{pred['gpu'].lower()}-vllm{pred['vllm']}", "gpu": pred["gpu"], "vllm": pred["vllm"], "forward_fixed_s": f"{a:.3e}",
             "forward_per_seq_s": f"{b:.3e}", "points": len(ys), "rms_ln_step_before": f"{rms(before):.3f}",
             "rms_ln_step_after": f"{rms(after):.3f}",
             "source": "calibration/serving_bench/h100-vllm0.26.0-c15 (EAGLE-3 K 1/3/5 x C 1/8/32/64, Llama-3.1-8B, dummy "

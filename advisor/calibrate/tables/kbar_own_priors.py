@@ -31,6 +31,7 @@ import math
 import shlex
 from pathlib import Path
 
+from advisor.calibrate import manifests
 from advisor.predict.kbar_prior import derive_own
 
 OUTPUTS = ("kbar_own_evidence.csv", "kbar_own_priors.csv")
@@ -52,12 +53,13 @@ def _growth(cal: Path) -> dict[tuple, str]:
 
 
 def _rows_cpu(cal: Path) -> list[dict]:
+    cpu = manifests.labels("real_cpu_runs")  # the campaign's host and vLLM version (results.json records neither)
     rows = []
     for path in sorted(cal.glob("real_cpu/run-*/results.json")):
         res = json.loads(path.read_text())
         for corpus, body in res["corpora"].items():
             for cfg, r in body["configs"].items():
-                rows.append(_row(str(path.relative_to(cal.parent)), "cpu (2 cores, this project's CI machine)", "0.32.0",
+                rows.append(_row(str(path.relative_to(cal.parent)), cpu["host"], cpu["vllm"],
                                  res["model"], corpus, cfg, res["concurrency"], res["max_tokens"], r,
                                  dtype=_dtype(shlex.split(res.get("extra_args") or ""))))  # fmt: skip
     return rows
