@@ -197,6 +197,9 @@ _COMMON = dict(block_size=16, async_scheduling_with_suffix=False, capture_sizes_
                gpu_memory_utilization=0.92, arctic_inference="0.3.0", pp_speculative_methods=(),
                spec_schedule=True, spec_schedule_methods=("ngram", "mtp"), spec_schedule_with_dp=False,
                spec_schedule_piecewise=True)  # fmt: skip
+_ASYNC_032 = ("eagle", "eagle3", "mtp", "ngram_gpu", "draft_model", "dspark")
+"""0.32: async scheduling stays on for the draft model too (its source note; the 0.26 tuple in _COMMON lacks it)."""
+_ASYNC_033 = _ASYNC_032 + ("dflash",)
 _METHODS_026 = ("ngram", "medusa", "mlp_speculator", "draft_model", "suffix", "custom_class", "eagle", "eagle3",
                 "extract_hidden_states", "mtp", "dflash", "ngram_gpu", "dspark")
 _METHODS_033 = ("ngram", "draft_model", "suffix", "custom_class", "eagle", "eagle3", "extract_hidden_states", "mtp",
@@ -259,7 +262,8 @@ _TABLE: dict[str, dict] = {
         },
     ),  # fmt: skip
     "0.32": dict(
-        release="0.32.0", **_SUFFIX, **_COMMON, graph_cap=512, graph_cap_sm100=1024, spec_methods=_METHODS_026,
+        release="0.32.0", **_SUFFIX, **{**_COMMON, "async_spec_methods": _ASYNC_032}, graph_cap=512, graph_cap_sm100=1024,
+        spec_methods=_METHODS_026,
         batch_tiers=(_B200_CLASS, _H100_CLASS, _SMALL), parser_module="vllm.entrypoints.launchers.cli_args",
         sources={
             "draft_position_override": "vllm/config/speculative.py:1394-1397, 1677 SpeculativeConfig._maybe_override_draft_max_position_embeddings (0.32.0)",
@@ -300,7 +304,8 @@ _TABLE: dict[str, dict] = {
         },
     ),  # fmt: skip
     "0.33": dict(
-        release="0.33.0", **_SUFFIX, **_COMMON, graph_cap=512, graph_cap_sm100=1024, spec_methods=_METHODS_033,
+        release="0.33.0", **_SUFFIX, **{**_COMMON, "async_spec_methods": _ASYNC_033}, graph_cap=512, graph_cap_sm100=1024,
+        spec_methods=_METHODS_033,
         performance_modes=("balanced", "interactivity", "throughput"),
         batch_tiers=(_B200_CLASS, (70, ("a100", "gb10"), 8192, 1024), _SMALL),
         parser_module="vllm.entrypoints.common.cli_args",
