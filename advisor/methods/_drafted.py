@@ -5,11 +5,12 @@ every step the target verifies 1 + K tokens per sequence (a uniform query length
 decode path replays: vllm/v1/worker/gpu_model_runner.py uniform_decode), the rejection sampler runs over the K
 drafts, then the drafter runs K forwards: the first over every token the target just scheduled (1 + K per
 sequence: the accepted ones' hidden states feed it), the K - 1 others over one token per sequence, each ending in
-the drafter's LM head and a greedy pick. The host's per-step work is priced as overlapping the GPU, as in a plain
-step with async scheduling on. That holds for EAGLE heads (``VllmFacts.async_spec_methods``); for a draft model
-vLLM 0.26 turns async scheduling off ("Async scheduling not supported with draft_model-based speculative decoding",
-in every draft-model boot of campaigns 15-17), and the cost of that is NOT priced yet: campaign 17 measured the
-draft-model step 1.3-2.5 ms above what K forwards explain at K = 0 (calibration/serving_bench/h100-vllm0.26.0-c17).
+the drafter's LM head and a greedy pick. Where the vLLM line keeps async scheduling on for the method
+(``VllmFacts.async_spec_methods``: EAGLE heads everywhere, the draft model from 0.32) the host's per-step work
+overlaps the GPU as in a plain step; where it turns it off (the draft model on 0.26: "Async scheduling not supported
+with draft_model-based speculative decoding", logged in every draft-model boot of campaigns 15-17) each step also
+pays the host profile's async-off cost (:func:`async_off_costs`), the share a plain step with
+``--no-async-scheduling`` measured.
 
 Every term is the target's step-cost physics (advisor.predict.stepcost) applied to the drafter's own profile:
 its weights streamed once per forward, its own KV read, its LM head over its (draft) vocabulary, its all-reduces
@@ -81,10 +82,31 @@ def host_costs(gpu) -> tuple[tuple[float, float], str, bool]:
     return (DRAFT_FORWARD_FIXED_S, 0.0), f"ASSUMED {DRAFT_FORWARD_FIXED_S * 1e6:.0f} us", False
 
 
+def async_off_costs(gpu) -> tuple[tuple[float, float], str]:
+    """((fixed, per-sequence) seconds a step adds when vLLM turns async scheduling off, where from): the host profile
+    matching ``gpu`` where it measured them (``HostProfile.async_off_step_s``: vanilla with and without
+    ``--no-async-scheduling``), else the median of the profiles a prediction may use that measured them (reference
+    rows excluded; carried, ASSUMED to hold here), else nothing (ASSUMED 0)."""
+    from advisor.predict import host_profile as hp
+
+    match = hp.match(gpu.name).profiles
+    own = [hp.get(pid) for pid in match if hp.get(pid).async_off_step_s > 0]
+    if len(match) == 1 and own:
+        p = own[0]
+        return (p.async_off_step_s, p.async_off_per_seq_s), f"MEASURED on host profile {p.id}"
+    rows = sorted((p for p in hp.listed() if p.async_off_step_s > 0), key=lambda p: p.async_off_step_s)
+    if rows:
+        p = rows[len(rows) // 2]
+        return (p.async_off_step_s, p.async_off_per_seq_s), f"carried: MEASURED on {p.id}, not on this host (ASSUMED)"
+    return (0.0, 0.0), "not measured on any host profile (ASSUMED 0)"
+
+
 def drafted_step(p, drafter, gpu, lay, n: int, context: float, k: int, host: tuple[float, float] | None = None,
-                 where: str = "given") -> tuple[float, float, float, list[str]]:  # fmt: skip
+                 where: str = "given", async_off: bool = False) -> tuple[float, float, float, list[str]]:  # fmt: skip
     """(plain step, verification step, drafting, notes) seconds at ``n`` running sequences per replica; ``host``:
-    (fixed, per-sequence) host seconds per drafter forward (None: :func:`host_costs` for this GPU), ``where`` its source."""
+    (fixed, per-sequence) host seconds per drafter forward (None: :func:`host_costs` for this GPU), ``where`` its source;
+    ``async_off``: the vLLM line turns async scheduling off for this method, so the step adds :func:`async_off_costs`
+    (counted in the drafting time)."""
     from advisor.predict.absolute import decode_step
 
     if host is None:
@@ -98,6 +120,12 @@ def drafted_step(p, drafter, gpu, lay, n: int, context: float, k: int, host: tup
              f"step-cost physics; host work per forward {host[0] * 1e6:.0f} us + {host[1] * 1e6:.1f} us per sequence, "
              f"{where}; ASSUMED {REJECTION_S * 1e3:.1f} ms rejection sampler), verification of {1 + k} tokens per "
              f"sequence {verify * 1e3:.2f} ms against a plain step {plain * 1e3:.2f} ms"]  # fmt: skip
+    if async_off:
+        (fixed, per), src = async_off_costs(gpu)
+        extra = fixed + per * n
+        draft += extra
+        notes.append(f"async scheduling off for this method on this vLLM line (VllmFacts.async_spec_methods): "
+                     f"+{extra * 1e3:.2f} ms per step ({fixed * 1e3:.2f} ms + {per * 1e6:.1f} us per sequence, {src})")
     return plain, verify, draft, notes
 
 

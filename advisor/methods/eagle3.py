@@ -42,12 +42,14 @@ class DrafterMethod:
             return ctx.memo[key]
         kbar, spread, source, kind = dr.acceptance(ctx.drafter, k, ctx.workload, ctx.profile.id, ctx.probes)
         host, where, measured = dr.host_costs(ctx.gpu)
-        plain, verify, draft, notes = dr.drafted_step(ctx.profile, ctx.drafter, ctx.gpu, ctx.layout, n, context, k, host=host, where=where)
+        off = self.id not in ctx.vf.async_spec_methods  # vLLM turns async scheduling off for it on this line
+        plain, verify, draft, notes = dr.drafted_step(ctx.profile, ctx.drafter, ctx.gpu, ctx.layout, n, context, k, host=host,
+                                                      where=where, async_off=off)  # fmt: skip
         r = (verify + draft) / plain
         band = dr.gain_band(kbar, r, spread)
         if not measured:  # the host work per forward carried from another host: ASSUMED within x2 either way
             rs = [sum(dr.drafted_step(ctx.profile, ctx.drafter, ctx.gpu, ctx.layout, n, context, k,
-                                      host=(host[0] * f, host[1] * f))[1:3]) / plain for f in (0.5, 2.0)]  # fmt: skip
+                                      host=(host[0] * f, host[1] * f), async_off=off)[1:3]) / plain for f in (0.5, 2.0)]  # fmt: skip
             band = band.model_copy(update={"low": min(band.low, band.low * r / max(rs)),
                                            "high": max(band.high, band.high * r / min(rs))})  # fmt: skip
         est = GainEstimate(gain=band, k_bar=kbar, r=r, k_bar_source=source, k_bar_kind=kind,
