@@ -3,9 +3,7 @@ what it reads (``INPUTS``) and ``build(calibration_dir) -> {file name: text}``, 
 ``advisor calibrate rebuild TABLE`` writes them; ``--check`` compares them with the shipped files, as the tests do.
 
 Tables that are inputs, not results, have no rebuild: ``sweep_b200.csv`` (the seed sweep), ``kbar_published.csv``
-(published K̄ with their quotes), ``corpus_shapes.csv`` (estimated lengths with their sources). ``host_profiles.csv``
-has none yet: each of its rows is checked against its fit by its own test (tests/test_host_profiles.py,
-tests/test_gpu_steps.py, tests/test_serving_profile.py, tests/test_mtp_cost.py), not rebuilt as a whole."""
+(published K̄ with their quotes), ``corpus_shapes.csv`` (estimated lengths with their sources)."""
 
 from __future__ import annotations
 
@@ -22,6 +20,7 @@ TABLES: dict[str, str] = {
     "kbar_length": "K̄'s growth per doubling of the output length, per real-weight load",
     "kbar_own_priors": "per-corpus K̄ priors from real weights (and their evidence table)",
     "kbar_priors": "per-corpus K̄ priors the seed sweep implies",
+    "host_profiles": "each host profile's costs refitted from its campaign (words from host_profiles_rows.yaml)",
     "step_corrections": "measured decode-step corrections per host profile, class, dtype and TP, from verify records",
 }
 """Rebuildable tables: name (its module here) -> what it holds."""
