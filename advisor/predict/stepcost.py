@@ -69,7 +69,7 @@ DRAFT_CPU_S_PER_SEQ_ASSUMED = 20e-6
 """The per-sequence drafting cost assumed before real vLLM was measured (kept for the before/after
 figure of ``calibrate --evaluate``'s GPU-step section; not used to predict)."""
 # Measured on real vLLM 0.26.0, one H200, Llama-3.1-8B-Instruct, dummy weights, prefill removed
-# (calibration/gpu_steps/h200-vllm0.26.0/, fitted by advisor/predict/gpu_steps.fit_spec_constants;
+# (calibration/gpu_steps/h200-vllm0.26.0/, fitted by advisor/calibrate/gpu_steps.fit_spec_constants;
 # a test refits them from the shipped grid). What the roofline misses in a suffix verification step.
 # Mechanism: suffix decoding drafts on the CPU from the sampled tokens (vllm/v1/spec_decode/
 # suffix_decoding.py SuffixDecodingProposer.propose: a Python loop over the batch calling Arctic's
