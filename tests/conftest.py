@@ -31,6 +31,10 @@ def isolated_home(tmp_path_factory, monkeypatch):
     """A fresh HOME/XDG tree per test; the HF hub is never contacted."""
     home = tmp_path_factory.mktemp("home")
     _isolate(home, monkeypatch)
+    from advisor.predict import host_profile
+
+    # profiles a test registers for this process (host_profile.register) end with the test, not in a later one's notes
+    monkeypatch.setattr(host_profile, "_REGISTERED", dict(host_profile._REGISTERED))
     return home
 
 
