@@ -10,6 +10,7 @@ from __future__ import annotations
 import fnmatch
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 from advisor.model.arch import TextArch
 from advisor.model.quant_weights import linear_bytes, lm_head_quantized
@@ -120,6 +121,12 @@ def enumerate_modules(a: TextArch) -> list[Module]:
 
 
 def _matches(name: str, patterns: list[str]) -> bool:
+    return _matches_cached(name, tuple(patterns))
+
+
+@lru_cache(maxsize=1 << 16)
+def _matches_cached(name: str, patterns: tuple[str, ...]) -> bool:
+    """Pure, so cached: the same module names are matched against the same ignore list for every profile built."""
     for pat in patterns:
         if pat.startswith("re:"):
             if re.fullmatch(pat[3:], name) or re.match(pat[3:], name):
