@@ -144,3 +144,15 @@ def test_a_grid_out_of_order_is_refused_naming_the_file(policy_with):
 
     with pytest.raises(DataError, match=r"decider\.yaml.*seqs_grid: need strictly ascending"):
         policy_with(seqs_grid=(64, 8))
+
+
+def test_the_ngram_k_default_follows_the_table(policy_with):
+    """n-gram's K default is one value in decider.yaml: the probe's bare ``ngram``, the replay's NgramConfig and the
+    layout search read it."""
+    from advisor.kbar.ngram import NgramConfig
+    from advisor.probe.configs import parse_configs
+
+    assert NgramConfig().num_speculative_tokens == load_policy().ngram_num_speculative_tokens == 4
+    policy_with(ngram_num_speculative_tokens=6)
+    assert NgramConfig().num_speculative_tokens == 6
+    assert [c.k for c in parse_configs("vanilla,ngram") if c.method == "ngram"] == [6]

@@ -34,7 +34,9 @@ def workload_for(corpus: str | None, concurrency: int, tokenizer: str, k: int, *
     if not path.is_file():
         raise UsageError(f"--corpus {corpus!r} is neither a known corpus ({', '.join(KNOWN_CORPORA)}) nor a file")
     from advisor.kbar.estimate import estimate_kbar
-    from advisor.kbar.ngram import DEFAULT_NGRAM_K
+    from advisor.kbar.ngram import default_k
+
+    ngram_k = default_k()
     from advisor.kbar.replay import new_cache, ReplayConfig
     from advisor.kbar.tokenize import load_tokenizer
 
@@ -43,7 +45,7 @@ def workload_for(corpus: str | None, concurrency: int, tokenizer: str, k: int, *
     # No early stop: a still-warming shared cache biases an early K̄ low (docs/kbar.md).
     result = estimate_kbar(path, tok, k=k, on_progress=on_progress)
     # n-gram drafts from each request's own tokens: one replay, at the advisor's n-gram K and vLLM's lookup window.
-    ngram = estimate_kbar(path, tok, k=DEFAULT_NGRAM_K, method="ngram")
+    ngram = estimate_kbar(path, tok, k=ngram_k, method="ngram")
     notes = []
     if result.tokenizer_fallback:
         notes.append(f"K̄ of {path.name} was measured with a substituted tokenizer: {result.tokenizer} "
@@ -56,8 +58,8 @@ def workload_for(corpus: str | None, concurrency: int, tokenizer: str, k: int, *
         k_bar=result.tokens_per_step, k_bar_k=k, k_bar_own_outputs=result.own_outputs,
         k_bar_source=f"measured on {what} ({result.requests} requests, advisor kbar, "
                      f"tokenizer {result.tokenizer})",
-        k_bar_ngram=ngram.tokens_per_step, k_bar_ngram_k=DEFAULT_NGRAM_K,
-        k_bar_ngram_source=f"n-gram K={DEFAULT_NGRAM_K}, {lookup}, replayed on {what} ({ngram.requests} requests, advisor kbar)",
+        k_bar_ngram=ngram.tokens_per_step, k_bar_ngram_k=ngram_k,
+        k_bar_ngram_source=f"n-gram K={ngram_k}, {lookup}, replayed on {what} ({ngram.requests} requests, advisor kbar)",
     )  # fmt: skip
 
 

@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from advisor.errors import DataError, UsageError
 from advisor.kbar.formats import FORMATS, ReadStats, Sample, iter_samples
-from advisor.kbar.ngram import DEFAULT_NGRAM_K, NgramConfig, lookup_bounds, replay_ngram
+from advisor.kbar.ngram import NgramConfig, default_k, lookup_bounds, replay_ngram
 from advisor.kbar.replay import ReplayConfig, new_cache, replay
 from advisor.rules.policy import load_policy
 from advisor.vllm_facts import facts as _vllm
@@ -284,7 +284,7 @@ def estimate_kbar(
     ``method``: ``suffix`` replays Arctic Inference's cache (advisor.kbar.replay); ``ngram`` replays
     vLLM's prompt-lookup proposer (advisor.kbar.ngram) with ``prompt_lookup_min``/``max`` (None:
     vLLM's defaulting) and K = ``k``. ``k`` None: the method's default K (suffix: rules/policy/decider.yaml
-    ``num_speculative_tokens``; n-gram: advisor.kbar.ngram.DEFAULT_NGRAM_K). ``config``: in a generation file holding several probe
+    ``num_speculative_tokens``; n-gram: advisor.kbar.ngram.default_k). ``config``: in a generation file holding several probe
     configurations' outputs, replay this one's (None: the first one in the file).
 
     ``tokenizer``: a loaded ``KbarTokenizer``, or a spec for ``load_tokenizer`` (model id, model
@@ -312,7 +312,7 @@ def estimate_kbar(
         raise UsageError(f"--method must be suffix or ngram, not {method!r}")
     lookup = lookup_bounds(prompt_lookup_min, prompt_lookup_max)
     if k is None:
-        k = DEFAULT_NGRAM_K if method == "ngram" else load_policy().num_speculative_tokens
+        k = default_k() if method == "ngram" else load_policy().num_speculative_tokens
     if method == "ngram":
         ngram_cfg = NgramConfig(num_speculative_tokens=k, prompt_lookup_min=lookup[0], prompt_lookup_max=lookup[1],
                                 max_model_len=max_model_len)  # fmt: skip

@@ -28,7 +28,7 @@ Work per request is tokens x lookup lengths, at most :data:`MAX_WINDOWS` (a clea
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -38,14 +38,17 @@ from advisor.kbar.replay import MAX_K, RequestStats, _at_least
 
 DEFAULT_PROMPT_LOOKUP = _vllm_facts().ngram_prompt_lookup
 """vLLM's ``prompt_lookup_min`` = ``prompt_lookup_max`` when neither is set (advisor.vllm_facts, with its source per release)."""
-DEFAULT_NGRAM_K = 4
-"""The advisor's n-gram K (probes: advisor.probe.configs.DEFAULT_K; the layout search: advisor.plan.layout.NGRAM_K;
-``advisor kbar --method ngram``); vLLM has no default for it."""
+def default_k() -> int:
+    """The advisor's n-gram K (rules/policy/decider.yaml ``ngram_num_speculative_tokens``; vLLM has no default for it):
+    the layout search, the probe's bare ``ngram`` and ``advisor kbar --method ngram`` read it."""
+    from advisor.rules.policy import load_policy
+
+    return load_policy().ngram_num_speculative_tokens
 
 
 @dataclass(frozen=True)
 class NgramConfig:
-    num_speculative_tokens: int = DEFAULT_NGRAM_K
+    num_speculative_tokens: int = field(default_factory=default_k)
     prompt_lookup_min: int = DEFAULT_PROMPT_LOOKUP
     prompt_lookup_max: int = DEFAULT_PROMPT_LOOKUP
     max_model_len: int | None = None

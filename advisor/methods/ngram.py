@@ -44,10 +44,10 @@ class Ngram:
         return None
 
     def ks(self, profile, drafter, *, k_fixed, k_rules, policy, query, vf=None) -> list[int]:
-        from advisor.kbar.ngram import DEFAULT_NGRAM_K
+        from advisor.kbar.ngram import default_k
 
         # --k is suffix's; n-gram keeps --ngram-k, else the advisor's n-gram K (advisor.kbar.ngram)
-        return [query.ngram_k or DEFAULT_NGRAM_K]
+        return [query.ngram_k or default_k()]
 
     def estimate(self, ctx, k, n, context):
         from advisor.predict.absolute import ngram_gain

@@ -23,12 +23,13 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from advisor.errors import UsageError
 from advisor.domain.decision import Decision, SuffixParams
-from advisor.kbar.ngram import DEFAULT_NGRAM_K
+from advisor.kbar.ngram import default_k as ngram_default_k
 from advisor.rules.policy import load_policy
 from advisor.vllm_facts import DEFAULT_VERSION
 
-DEFAULT_K = {"ngram": DEFAULT_NGRAM_K, "ngram_gpu": DEFAULT_NGRAM_K, "mtp": 1, "eagle3": 3, "eagle": 3, "draft_model": 3}
-"""K of a configuration written without one, per method; suffix's is the decider's (:func:`default_k`)."""
+DEFAULT_K = {"mtp": 1, "eagle3": 3, "eagle": 3, "draft_model": 3}
+"""K of a configuration written without one, per method; suffix's and n-gram's are the decider's (:func:`default_k`)."""
+NGRAM_METHODS = ("ngram", "ngram_gpu")
 DRAFTER_METHODS = ("eagle3", "eagle", "draft_model")
 """Methods whose drafter is a model, named with ``@draft=DIR_OR_ID`` (advisor.methods: ``uses_drafter``)."""
 NGRAM_METHODS = ("ngram", "ngram_gpu")
@@ -62,15 +63,18 @@ class ProbeConfig(BaseModel):
 
 
 def default_k(method: str) -> int:
-    """K of ``METHOD`` written without one: suffix's from rules/policy/decider.yaml, the others' :data:`DEFAULT_K`."""
-    return load_policy().num_speculative_tokens if method == "suffix" else DEFAULT_K[method]
+    """K of ``METHOD`` written without one: suffix's and n-gram's from rules/policy/decider.yaml, the others'
+    :data:`DEFAULT_K`."""
+    if method == "suffix":
+        return load_policy().num_speculative_tokens
+    return ngram_default_k() if method in NGRAM_METHODS else DEFAULT_K[method]
 
 
 def _parse_one(item: str) -> ProbeConfig:
     head, *pairs = item.strip().split("@")
     method, _, k_text = head.partition(":")
     method = method.strip().lower()
-    if method not in ("vanilla", "suffix", *DEFAULT_K):
+    if method not in ("vanilla", "suffix", *NGRAM_METHODS, *DEFAULT_K):
         raise UsageError(f"unknown probe configuration {item!r}: expected vanilla, suffix[:K], ngram[:K], ngram_gpu[:K], "
                          "mtp[:K], or eagle3[:K] / eagle[:K] / draft_model[:K] with @draft=DIR_OR_ID")
     if method == "vanilla" and k_text:

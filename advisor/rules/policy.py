@@ -57,6 +57,9 @@ class Policy(BaseModel):
     num_speculative_tokens: int = Field(ge=1, le=64)
     """Suffix K when neither --k nor a rule sets it: the one K default, which every other default of K reads
     (advisor.kbar, advisor.probe.configs, advisor.predict.api; tests/test_k_default.py greps for a second one)."""
+    ngram_num_speculative_tokens: int = Field(ge=1, le=64)
+    """n-gram K when neither --ngram-k nor a probe label sets it (vLLM has no default for it): the layout search, the
+    probe's bare ``ngram`` and ``advisor kbar --method ngram`` read it (advisor.kbar.ngram.default_k)."""
     suffix_k_fallback: tuple[Count, ...] = Field(max_length=8)
     """Lower suffix K the layout search tries, in this order, where the rules' K does not boot (without --k):
     the values below the rules' K (advisor.methods.suffix)."""
