@@ -33,7 +33,6 @@ def reader_with_hosts(records: list):
 
 def calibration_records(calibration_dir) -> list:
     """Every ProbeRecord committed under ``calibration_dir`` (probe stores and records.jsonl files), deduplicated."""
-    from advisor.probe.record import ProbeRecord
     from advisor.probe.store import ProbeStore
 
     seen: dict[tuple, object] = {}
@@ -42,16 +41,11 @@ def calibration_records(calibration_dir) -> list:
             for r in store.list_records():
                 seen[(r.campaign_id, r.config, r.started_at)] = r
     for path in sorted(calibration_dir.rglob("records.jsonl")):
-        for line in path.read_text(encoding="utf-8").splitlines():
-            if line.strip():
-                try:
-                    r = ProbeRecord.model_validate_json(line)
-                except ValueError:
-                    continue
-                key = (r.campaign_id, r.config, r.started_at)
-                if r.host is None and key in seen and seen[key].host is not None:
-                    r = r.model_copy(update={"host": seen[key].host})  # records.jsonl leaves the host to the store
-                seen[key] = r
+        for r in read_jsonl_records(path.parent):
+            key = (r.campaign_id, r.config, r.started_at)
+            if r.host is None and key in seen and seen[key].host is not None:
+                r = r.model_copy(update={"host": seen[key].host})  # records.jsonl leaves the host to the store
+            seen[key] = r
     return list(seen.values())
 
 

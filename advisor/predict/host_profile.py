@@ -150,29 +150,9 @@ def profiles() -> tuple[HostProfile, ...]:
 def read_rows(text: str, skipped: list[str] | None = None) -> list[HostProfile]:
     """Profiles of a host_profiles.csv text. With ``skipped`` a bad row (a NaN, infinite or negative cost, a field
     over the csv module's 128 KiB limit) is left out and named there; without it, the first one raises ValueError."""
-    import io
+    from advisor.predict.csv_rows import read_models
 
-    from pydantic import ValidationError
-
-    out = []
-    reader = csv.DictReader(io.StringIO(text))
-    while True:
-        try:
-            row = next(reader)
-        except StopIteration:
-            return out
-        except csv.Error as exc:  # the rest of the file cannot be parsed past this line
-            if skipped is None:
-                raise ValueError(f"line {reader.line_num}: {exc}") from None
-            skipped.append(f"host profiles: line {reader.line_num} and after left out: {exc}")
-            return out
-        try:
-            out.append(HostProfile(**row))
-        except (ValidationError, TypeError) as exc:
-            if skipped is None:
-                raise
-            first = exc.errors()[0] if isinstance(exc, ValidationError) else {"loc": (), "msg": str(exc)}
-            skipped.append(f"host profiles: line {reader.line_num} left out: {'.'.join(map(str, first['loc']))}: {first['msg']}")
+    return read_models(text, lambda row: HostProfile(**row), "host profiles", skipped)
 
 
 def render_rows(rows: list[HostProfile]) -> str:

@@ -127,27 +127,9 @@ class StepCorrection(BaseModel):
 def read_rows(text: str, skipped: list[str] | None = None) -> list[StepCorrection]:
     """Rows of a step_corrections.csv text. With ``skipped`` a bad row is left out and named there; without it the
     first bad row raises ValueError."""
-    from pydantic import ValidationError
+    from advisor.predict.csv_rows import read_models
 
-    out = []
-    reader = csv.DictReader(io.StringIO(text))
-    while True:
-        try:
-            row = next(reader)
-        except StopIteration:
-            return out
-        except csv.Error as exc:
-            if skipped is None:
-                raise ValueError(f"line {reader.line_num}: {exc}") from None
-            skipped.append(f"step corrections: line {reader.line_num} and after left out: {exc}")
-            return out
-        try:
-            out.append(StepCorrection(**{k: v for k, v in row.items() if k is not None}))
-        except (ValidationError, TypeError) as exc:
-            if skipped is None:
-                raise
-            first = exc.errors()[0] if isinstance(exc, ValidationError) else {"loc": (), "msg": str(exc)}
-            skipped.append(f"step corrections: line {reader.line_num} left out: {'.'.join(map(str, first['loc']))}: {first['msg']}")
+    return read_models(text, lambda row: StepCorrection(**{k: v for k, v in row.items() if k is not None}), "step corrections", skipped)
 
 
 def render_rows(rows: list[StepCorrection]) -> str:

@@ -26,6 +26,18 @@ TABLES: dict[str, str] = {
 """Rebuildable tables: name (its module here) -> what it holds."""
 
 
+def csv_text(rows: list[dict], fields: list[str] | tuple[str, ...]) -> str:
+    """The CSV text of ``rows`` under header ``fields`` (``\\n`` line ends), as every builder writes its table."""
+    import csv
+    import io
+
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=list(fields), lineterminator="\n")
+    w.writeheader()
+    w.writerows(rows)
+    return buf.getvalue()
+
+
 def module(name: str) -> ModuleType:
     """The builder of table ``name``."""
     if name not in TABLES:

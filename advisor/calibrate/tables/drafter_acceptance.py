@@ -14,7 +14,6 @@ No value is chosen, fitted or filtered by any prediction error.
 from __future__ import annotations
 
 import csv
-import io
 from collections import defaultdict
 from pathlib import Path
 
@@ -78,14 +77,8 @@ def rows(cal: Path) -> list[dict]:
     return sorted(out, key=lambda x: (x["drafter"], x["dataset"], x["source_id"]))
 
 
-def render(rows: list[dict]) -> str:
-    buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=FIELDS, lineterminator="\n")
-    w.writeheader()
-    w.writerows(rows)
-    return buf.getvalue()
-
-
 def build(cal: Path) -> dict[str, str]:
     """{file name: text} of the table advisor.methods._acceptance_table reads."""
-    return {OUTPUTS[0]: render(rows(cal))}
+    from advisor.calibrate.tables import csv_text
+
+    return {OUTPUTS[0]: csv_text(rows(cal), FIELDS)}

@@ -11,8 +11,6 @@ EAGLE-3 point of the campaign (K x C). The draft-model points are NOT used: they
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import math
 from pathlib import Path
@@ -79,18 +77,12 @@ def fit(cal: Path) -> dict:
     return {"host_profile": f"{pred['gpu'].lower()}-vllm{pred['vllm']}", "gpu": pred["gpu"], "vllm": pred["vllm"], "forward_fixed_s": f"{a:.3e}",
             "forward_per_seq_s": f"{b:.3e}", "points": len(ys), "rms_ln_step_before": f"{rms(before):.3f}",
             "rms_ln_step_after": f"{rms(after):.3f}",
-            "source": "calibration/serving_bench/h100-vllm0.26.0-c15 (EAGLE-3 K 1/3/5 x C 1/8/32/64, Llama-3.1-8B, dummy "
+            "source": f"calibration/{manifests.root('drafter_costs_fit')} (EAGLE-3 K 1/3/5 x C 1/8/32/64, Llama-3.1-8B, dummy "
                       "weights); in sample for these points; the draft-model points and the published rows check it"}
-
-
-def render(row: dict) -> str:
-    buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=FIELDS, lineterminator="\n")
-    w.writeheader()
-    w.writerow(row)
-    return buf.getvalue()
 
 
 def build(cal: Path) -> dict[str, str]:
     """{file name: text} of the table advisor.methods._drafted reads."""
-    return {OUTPUTS[0]: render(fit(cal))}
+    from advisor.calibrate.tables import csv_text
+
+    return {OUTPUTS[0]: csv_text([fit(cal)], FIELDS)}

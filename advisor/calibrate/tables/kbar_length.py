@@ -15,8 +15,6 @@ at 128 (it repeats itself in long answers), which a prior mixing the two without
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 from pathlib import Path
 
@@ -82,8 +80,6 @@ def build(cal: Path) -> dict[str, str]:
                         f"and {model_dir(cal)} (scripts/build_smollm2.py)")
     tok = load_tokenizer(str(model_dir(cal)))
     rows = rows_cpu(cal, tok) + rows_gpu(cal, tok)
-    buf = io.StringIO()
-    w = csv.DictWriter(buf, FIELDS, lineterminator="\n")
-    w.writeheader()
-    w.writerows(rows)
-    return {OUTPUTS[0]: buf.getvalue()}
+    from advisor.calibrate.tables import csv_text
+
+    return {OUTPUTS[0]: csv_text(rows, FIELDS)}

@@ -25,7 +25,6 @@ Instruct, the only real checkpoint the project can run): say so wherever it is u
 from __future__ import annotations
 
 import csv
-import io
 import json
 import math
 import shlex
@@ -103,14 +102,6 @@ def _r(x: float | None) -> float | None:
     return None if x is None else round(x, 4)
 
 
-def _csv(rows: list[dict], fields: list[str]) -> str:
-    buf = io.StringIO()
-    w = csv.DictWriter(buf, fields, lineterminator="\n")
-    w.writeheader()
-    w.writerows(rows)
-    return buf.getvalue()
-
-
 def build(cal: Path) -> dict[str, str]:
     """{file name: text} of the evidence table and the priors derived from it."""
     rows = _rows_cpu(cal) + _rows_gpu(cal)
@@ -118,4 +109,6 @@ def build(cal: Path) -> dict[str, str]:
     for r in rows:
         r["growth_per_doubling"] = growth.get((r["source"], r["corpus"], r["config"], int(r["concurrency"])), "")
     priors = derive_own(rows)  # the one derivation (advisor.predict.kbar_prior), also used leave-one-host-out
-    return {OUTPUTS[0]: _csv(rows, FIELDS), OUTPUTS[1]: _csv(priors, list(priors[0]))}
+    from advisor.calibrate.tables import csv_text
+
+    return {OUTPUTS[0]: csv_text(rows, FIELDS), OUTPUTS[1]: csv_text(priors, list(priors[0]))}

@@ -4,8 +4,6 @@ states), then per group over single corpora (``*``) and over everything (``*``/`
 
 from __future__ import annotations
 
-import csv
-import io
 from pathlib import Path
 
 OUTPUTS = ("kbar_priors.csv",)
@@ -19,9 +17,6 @@ def build(cal: Path) -> dict[str, str]:
     from advisor.predict.kbar_prior import KbarPrior, derive, implied_kbar_rows
 
     priors = derive(implied_kbar_rows(seed_observations()), SOURCE)
-    buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=list(KbarPrior.model_fields), lineterminator="\n")
-    w.writeheader()
-    for p in priors:
-        w.writerow(p.model_dump())
-    return {OUTPUTS[0]: buf.getvalue()}
+    from advisor.calibrate.tables import csv_text
+
+    return {OUTPUTS[0]: csv_text([p.model_dump() for p in priors], list(KbarPrior.model_fields))}
