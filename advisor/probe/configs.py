@@ -1,15 +1,15 @@
 """Probe configurations: ``--configs vanilla,suffix:32,ngram:4,suffix:16@gmu=0.8`` and their server flags.
 
 Grammar of one item: ``METHOD[:K][@KEY=VALUE]...`` with METHOD ``vanilla``, ``suffix`` (K defaults to
-the decider's, rules/policy/decider.yaml ``num_speculative_tokens``) or ``ngram`` (K defaults to 4). KEYs override the campaign's settings for this
+the decider's, rules/policy/decider.yaml ``num_speculative_tokens``) or ``ngram`` (K defaults to ``ngram_num_speculative_tokens`` there). KEYs override the campaign's settings for this
 configuration only: ``gmu``, ``max_model_len``, ``max_num_seqs``, ``tp``, ``cudagraph``; for suffix
 ``max_tree_depth``, ``max_cached_requests``, ``max_spec_factor``, ``min_token_prob``; for ngram
 ``prompt_lookup_min``, ``prompt_lookup_max``. ``ngram_gpu[:K]`` is vLLM's GPU n-gram proposer (the same
 lookup on the GPU, with async scheduling kept on: vllm/config/vllm.py, 0.26.0 ``NgramGPUTypes``); the
-product measures it but does not recommend it yet. ``mtp[:K]`` (K defaults to 1) is the checkpoint's own multi-token
+product measures it but does not recommend it yet. ``mtp[:K]`` is the checkpoint's own multi-token
 prediction layers (a model whose config has ``num_nextn_predict_layers``; vLLM's method name per version from
 ``advisor.vllm_facts``, async scheduling kept on), the method ``recommend`` launches for such models. ``eagle3[:K]``,
-``eagle[:K]`` and ``draft_model[:K]`` (K defaults to 3) run a drafter model named by ``@draft=DIR_OR_ID`` (an EAGLE
+``eagle[:K]`` and ``draft_model[:K]`` (K of these defaults to decider.yaml ``probe_default_k``) run a drafter model named by ``@draft=DIR_OR_ID`` (an EAGLE
 head or a draft model, as ``recommend --draft`` takes it; required). The label (``ProbeRecord.config``) is the normalised
 item, overrides sorted by key, so reruns recognise finished configurations.
 """
@@ -27,9 +27,6 @@ from advisor.kbar.ngram import default_k as ngram_default_k
 from advisor.rules.policy import load_policy
 from advisor.vllm_facts import DEFAULT_VERSION
 
-DEFAULT_K = {"mtp": 1, "eagle3": 3, "eagle": 3, "draft_model": 3}
-"""K of a configuration written without one, per method; suffix's and n-gram's are the decider's (:func:`default_k`)."""
-NGRAM_METHODS = ("ngram", "ngram_gpu")
 DRAFTER_METHODS = ("eagle3", "eagle", "draft_model")
 """Methods whose drafter is a model, named with ``@draft=DIR_OR_ID`` (advisor.methods: ``uses_drafter``)."""
 NGRAM_METHODS = ("ngram", "ngram_gpu")
@@ -63,18 +60,18 @@ class ProbeConfig(BaseModel):
 
 
 def default_k(method: str) -> int:
-    """K of ``METHOD`` written without one: suffix's and n-gram's from rules/policy/decider.yaml, the others'
-    :data:`DEFAULT_K`."""
+    """K of ``METHOD`` written without one, from rules/policy/decider.yaml: ``num_speculative_tokens`` (suffix),
+    ``ngram_num_speculative_tokens`` (n-gram), ``probe_default_k`` (the others)."""
     if method == "suffix":
         return load_policy().num_speculative_tokens
-    return ngram_default_k() if method in NGRAM_METHODS else DEFAULT_K[method]
+    return ngram_default_k() if method in NGRAM_METHODS else load_policy().probe_default_k[method]
 
 
 def _parse_one(item: str) -> ProbeConfig:
     head, *pairs = item.strip().split("@")
     method, _, k_text = head.partition(":")
     method = method.strip().lower()
-    if method not in ("vanilla", "suffix", *NGRAM_METHODS, *DEFAULT_K):
+    if method not in ("vanilla", "suffix", *NGRAM_METHODS, "mtp", *DRAFTER_METHODS):
         raise UsageError(f"unknown probe configuration {item!r}: expected vanilla, suffix[:K], ngram[:K], ngram_gpu[:K], "
                          "mtp[:K], or eagle3[:K] / eagle[:K] / draft_model[:K] with @draft=DIR_OR_ID")
     if method == "vanilla" and k_text:

@@ -6,7 +6,7 @@ and default from it. vLLM's own defaults are not here (advisor.vllm_facts)."""
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -60,6 +60,9 @@ class Policy(BaseModel):
     ngram_num_speculative_tokens: int = Field(ge=1, le=64)
     """n-gram K when neither --ngram-k nor a probe label sets it (vLLM has no default for it): the layout search, the
     probe's bare ``ngram`` and ``advisor kbar --method ngram`` read it (advisor.kbar.ngram.default_k)."""
+    probe_default_k: dict[Literal["mtp", "eagle3", "eagle", "draft_model"], Annotated[int, Field(ge=1, le=16)]]
+    """K of a probe configuration written without one (``advisor probe --configs mtp,eagle3@draft=...``), per method
+    whose K is not one of the two above (advisor.probe.configs.default_k)."""
     suffix_k_fallback: tuple[Count, ...] = Field(max_length=8)
     """Lower suffix K the layout search tries, in this order, where the rules' K does not boot (without --k):
     the values below the rules' K (advisor.methods.suffix)."""
@@ -123,6 +126,8 @@ class Policy(BaseModel):
         _ordered("boot_len_ladder", self.boot_len_ladder, ascending=False)
         _ordered("tp_ladder", self.tp_ladder, ascending=True)
         _ordered("batched_tokens_grid", self.batched_tokens_grid, ascending=True)
+        if missing_k := sorted({"mtp", "eagle3", "eagle", "draft_model"} - self.probe_default_k.keys()):
+            raise ValueError(f"probe_default_k: no K for {', '.join(missing_k)}")
         fields = set(type(self).model_fields) - {"sources"}
         if missing := sorted(fields - self.sources.keys()):
             raise ValueError(f"sources: no entry for {', '.join(missing)}")
