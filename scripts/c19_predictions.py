@@ -62,7 +62,9 @@ def _prompt_len(tokenizer: str) -> int:
     lens = []
     for line in TRACE.read_text(encoding="utf-8").splitlines():
         user = json.loads(line)["messages"][:1]
-        lens.append(len(tok.apply_chat_template(user, add_generation_prompt=True, tokenize=True)))
+        ids = tok.apply_chat_template(user, add_generation_prompt=True, tokenize=True)
+        ids = ids["input_ids"] if hasattr(ids, "keys") else ids  # transformers 5 returns a BatchEncoding
+        lens.append(len(ids))
     return int(statistics.median(lens))
 
 
@@ -84,6 +86,8 @@ def main() -> int:
     args = ap.parse_args()
     _fake_cpu(DEVICE_CPU)
     plen = _prompt_len(args.tokenizer)
+    if plen < 64:
+        raise SystemExit(f"median prompt length {plen} tokens: the tokenizer did not tokenize the prompts")
     corpora = {"named": ("--corpus", "blazedit"), "trace": ("--corpus", str(TRACE), "--tokenizer", args.tokenizer),
                "unknown": ()}  # fmt: skip
     rows = []
