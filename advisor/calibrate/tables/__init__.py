@@ -21,6 +21,7 @@ TABLES: dict[str, str] = {
     "kbar_own_priors": "per-corpus K̄ priors from real weights (and their evidence table)",
     "kbar_priors": "per-corpus K̄ priors the seed sweep implies",
     "host_profiles": "each host profile's costs refitted from its campaign (words from host_profiles_rows.yaml)",
+    "moe_kernel_costs": "the fused-MoE kernel's cost per layer per GPU and dtype, from aiconfigurator's vLLM timings",
     "step_corrections": "measured decode-step corrections per host profile, class, dtype and TP, from verify records",
 }
 """Rebuildable tables: name (its module here) -> what it holds."""
