@@ -32,11 +32,11 @@ from pathlib import Path
 
 import numpy as np
 
+from advisor.predict.moe_kernel import FORMAT_BYTES
+
 INPUT = "moe_kernels/aiconfigurator_vllm0.24.0_moe.csv"
 SOURCE = ("NVIDIA aiconfigurator-core 0.12.0 (PyPI wheel, Apache-2.0) systems/data/{h100_sxm,h200_sxm}/moe/vllm/0.24.0/"
           "moe_perf.parquet, extracted by scripts/extract_aiconfigurator_moe.py")  # fmt: skip
-FORMAT_BYTES = {"bf16": 2.0, "fp8": 1.0, "mxfp4": 4.25 / 8}
-"""Stored bytes per expert parameter of each kernel's weights (MXFP4: 4-bit values + one 8-bit scale per 32)."""
 FIT_DISTRIBUTION = "balanced"
 HELD_OUT_DISTRIBUTION = "power_law_1.2"
 

@@ -2,8 +2,9 @@
 advisor.predict.step_correction.
 
 A point is one plain-decoding ``advisor verify`` run stored on the host that ran it (advisor.probe.verify_record
-``used_for_correction``): ln(median inter-token latency / the answer's predicted decode step, with any correction the
-answer carried divided out). Points are grouped by host profile (advisor.predict.host_profile.match on the run's
+``used_for_correction``): ln(median inter-token latency / the decode step the physics predicts now for the answer's
+running sequences and context, no correction applied (:func:`predicted_now`); for a record without them, the
+answer's printed step with any correction it carried divided out). Points are grouped by host profile (advisor.predict.host_profile.match on the run's
 GPU, CPU and vLLM; a run that matches no profile by GPU and vLLM line makes no point), model class, weights dtype
 and TP (MoE classes: one replica only; dense replicas are independent). A group's factor is
 exp(mean over its models of each model's mean ln), so a model measured at more loads does not outweigh another.
@@ -93,6 +94,26 @@ def read_jsonl(path: Path) -> tuple[list[VerifyRecord], list[str]]:
     return out, skipped
 
 
+def predicted_now(r: VerifyRecord) -> float | None:
+    """The run's plain decode step in ms as the physics predicts it now, with no correction (the answer's running
+    sequences and context on its GPU and TP), or None where the record does not say them (an older answer: its
+    printed step, correction divided out, stands). A correction is the ratio to the physics it will multiply, so a
+    physics change re-predicts the committed runs instead of stacking a factor fitted against the old one."""
+    if r.running_per_replica is None or r.context_tokens is None or not r.gpu:
+        return None
+    from advisor.errors import AdvisorError
+    from advisor.hardware.gpus import get_gpu
+    from advisor.model.load import load_profile
+    from advisor.predict.absolute import ReplicaLayout, decode_step
+
+    try:
+        p, gpu = load_profile(r.model), get_gpu(r.gpu)
+    except AdvisorError:
+        return None
+    step, _ = decode_step(p, gpu, ReplicaLayout(tp=r.tensor_parallel_size or 1), r.running_per_replica, r.context_tokens)
+    return step * 1e3
+
+
 def campaign_of(r: VerifyRecord) -> str:
     return r.campaign or USER_CAMPAIGN
 
@@ -113,6 +134,8 @@ def points(records: list[VerifyRecord]) -> tuple[list[Point], list[str]]:
             skipped.append(f"{name}: {why}")
             continue
         pred, meas = r.step_point()
+        now = predicted_now(r)
+        pred = now if now is not None else pred
         out.append(Point(host_profile=m.profiles[0], arch_class=r.arch_class, dtype=r.weights_dtype,
                          tp=r.tensor_parallel_size or 1, model=r.model, campaign=campaign_of(r), label=r.label or r.model,
                          weights=r.weights, log_ratio=math.log(meas / pred)))  # fmt: skip

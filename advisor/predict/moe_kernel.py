@@ -21,6 +21,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from advisor.errors import DataError
 
 TABLE = "moe_kernel_costs.csv"
+FORMAT_BYTES = {"bf16": 2.0, "fp8": 1.0, "mxfp4": 4.25 / 8}
+"""Stored bytes per expert parameter of each kernel's weights (MXFP4: 4-bit values + one 8-bit scale per 32): the
+bytes the table's ``bytes_mult`` multiplies, in the fit and in the step model alike."""
 COLUMNS = ("gpu", "dtype", "fixed_us", "bytes_mult", "flops_mult", "points", "shapes", "in_sample_median_abs_log",
            "in_sample_median_log", "power_law_median_log", "power_law_median_abs_log", "ep_median_log", "ep_points",
            "other_gpu", "other_gpu_median_abs_log", "applies", "provenance", "source")  # fmt: skip

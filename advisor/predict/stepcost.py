@@ -19,6 +19,8 @@ from advisor.hardware.gpus import GpuSpec
 from advisor.model.schema import ModelProfile
 from advisor.predict import host_profile as _hp
 from advisor.predict import mechanisms as mech
+from advisor.predict import moe_kernel as _moe_kernel
+from advisor.predict.step_correction import dtype_key as _dtype_key
 
 # Measured on an H200 (scripts/measure_layer_cost.py → calibration/layer_cost/h200_ctx2048.json,
 # fitted by scripts/compare_layer_cost.py: the four GEMMs of one TP-8 layer share of Llama-3.1-8B,
@@ -150,6 +152,11 @@ class StepCost(BaseModel):
     """Per-step speculative-step cost (the host profile's; 0 without speculation)."""
     t_mla_prefill: float
     """Part of the roofline caused by MLA's prefill-path fallback (included in t_roofline)."""
+    t_moe_kernel: float = 0.0
+    """The routed experts of every MoE layer at the fused-MoE kernel's measured cost (advisor.predict.moe_kernel;
+    included in t_roofline, outside the max of t_memory and t_compute); 0 where no measured row applies."""
+    moe_kernel_gpu: str | None = None
+    """The GPU of the measured fused-MoE row used (None: the routed experts stream inside the dense roofline)."""
     t_host_floor: float = 0.0
     """The host profile's floor of a plain step (async scheduling overlaps the host's work with the GPU's, so
     the step costs the larger of the two); 0 for a speculative step, whose host work is serialised."""
@@ -179,6 +186,17 @@ def weight_bytes_read(p: ModelProfile, tokens: float, tp: int) -> float:
         per_expert = expert_total / (p.moe_layers * p.experts)
         moe = p.moe_layers * experts_touched(p.experts, p.experts_per_token, tokens) * per_expert
     return (max(dense, 0.0) + moe) / tp
+
+
+def expert_bytes_flops(p: ModelProfile, tokens: float, tp: int, bytes_per_param: float) -> tuple[float, float]:
+    """(routed-expert weight bytes, routed-expert FLOPs) one GPU of a TP group reads and computes in a step of
+    ``tokens`` tokens: the touched experts (uniform routing) sliced over TP, at ``bytes_per_param``."""
+    if not (p.arch == "moe" and p.experts and p.moe_layers):
+        return 0.0, 0.0
+    per_expert = p.expert_params_b * 1e9 / (p.moe_layers * p.experts)
+    touched = experts_touched(p.experts, p.experts_per_token, tokens)
+    return (p.moe_layers * touched * per_expert * bytes_per_param / tp,
+            2.0 * tokens * p.experts_per_token * per_expert * p.moe_layers / tp)
 
 
 def kv_split(p: ModelProfile, tp: int) -> int:
@@ -259,12 +277,13 @@ def launch_time(p: ModelProfile, mode: str) -> float:
     return per * ((p.num_layers - moe) + MOE_LAYER_LAUNCH_FACTOR * moe)
 
 
-def gemm_floor(p: ModelProfile) -> float:
+def gemm_floor(p: ModelProfile, moe_kernel_measured: bool = False) -> float:
     """Fixed GEMM latency of one step: the attention projections and dense MLPs of every layer,
-    each MoE block and its shared experts, and the LM head."""
+    each MoE block and its shared experts, and the LM head. ``moe_kernel_measured``: the grouped expert GEMMs' fixed
+    cost is the measured fused-MoE row's (advisor.predict.moe_kernel), so only the router's floor is counted here."""
     moe = p.moe_layers if p.arch == "moe" else 0
     gemms = ATTN_PROJ_GEMMS.get(p.attention, 2) * p.num_layers + 2 * (p.num_layers - moe) + 1
-    gemms += moe * (MOE_BLOCK_GEMMS + (2 if p.shared_experts else 0))
+    gemms += moe * ((1 if moe_kernel_measured else MOE_BLOCK_GEMMS) + (2 if p.shared_experts else 0))
     return GEMM_FLOOR_S * gemms
 
 
@@ -291,9 +310,21 @@ def step_cost(p: ModelProfile, gpu: GpuSpec, tp: int, s: StepShape) -> StepCost:
     bw = gpu.bandwidth_tbs * 1e12
     peak = peak_flops(p, gpu)
     attn_peak = gpu.bf16_tflops * 1e12 * FLOP_EFFICIENCY
-    t_mem = wb / (bw * WEIGHT_MEM_EFFICIENCY) + (kvb + logits) / (bw * KV_MEM_EFFICIENCY)
-    t_cmp = fl / peak
-    t_base = max(t_mem, t_cmp) + gemm_floor(p)
+    # Routed experts at the fused-MoE kernel's measured cost where a row matches this GPU and dtype: out of the
+    # dense roofline, added to it (the kernel streams the experts after the attention and dense GEMMs).
+    kernel = _moe_kernel.lookup(gpu.name, _dtype_key(p.weights_dtype)) if p.arch == "moe" else None
+    t_moe = 0.0
+    if kernel is not None:
+        eb_mean, efl = expert_bytes_flops(p, tokens, tp, bytes_per_param(p))
+        eb_fmt, _ = expert_bytes_flops(p, tokens, tp, _moe_kernel.FORMAT_BYTES.get(kernel.dtype, bytes_per_param(p)))
+        raw_peak = (gpu.fp8_tflops if p.weights_dtype == "fp8" and gpu.fp8_tflops else gpu.bf16_tflops) * 1e12
+        t_moe = p.moe_layers * kernel.fixed_us * 1e-6 + eb_fmt / bw * kernel.bytes_mult + efl / raw_peak * kernel.flops_mult
+        wb_dense, fl_dense = max(wb - eb_mean, 0.0), max(fl - efl, 0.0)
+    else:
+        wb_dense, fl_dense = wb, fl
+    t_mem = wb_dense / (bw * WEIGHT_MEM_EFFICIENCY) + (kvb + logits) / (bw * KV_MEM_EFFICIENCY)
+    t_cmp = fl_dense / peak
+    t_base = max(t_mem, t_cmp) + gemm_floor(p, kernel is not None) + t_moe
     # The prefill-path expansion is its own kernels (gather, kv_b_proj GEMM, MHA): a roofline of its own.
     t_pf = max(pf_bytes / (bw * KV_MEM_EFFICIENCY), pf_flops / attn_peak) if pf_bytes else 0.0
     t_ar = allreduce_time(p, gpu, tokens, tp)
@@ -308,7 +339,8 @@ def step_cost(p: ModelProfile, gpu: GpuSpec, tp: int, s: StepShape) -> StepCost:
     return StepCost(
         tokens=tokens, weight_bytes=wb, kv_bytes=kvb, other_bytes=logits + pf_bytes, flops=fl + pf_flops,
         t_memory=t_mem, t_compute=t_cmp, t_roofline=t_base + t_pf, t_allreduce=t_ar, t_launch=t_launch,
-        t_fixed=STEP_FIXED_S, t_draft=t_draft, t_spec_fixed=t_spec_fixed, t_mla_prefill=t_pf, t_host_floor=floor, graph_mode=mode, total=total,
+        t_fixed=STEP_FIXED_S, t_draft=t_draft, t_spec_fixed=t_spec_fixed, t_mla_prefill=t_pf, t_moe_kernel=t_moe,
+        moe_kernel_gpu=kernel.gpu if kernel is not None else None, t_host_floor=floor, graph_mode=mode, total=total,
     )  # fmt: skip
 
 

@@ -125,6 +125,11 @@ class VerifyRecord(BaseModel):
     step_correction: float = Field(default=1.0, gt=0, le=100)
     """The measured step correction the answer's decode step already carried (1: the physics alone): the lab divides
     it out, so a correction is never fitted on top of itself."""
+    running_per_replica: int | None = Field(default=None, ge=1, le=1_000_000)
+    """Sequences the answer's decode step was predicted for (its operating point; None: an answer older than this
+    field): with ``context_tokens`` the lab re-predicts the step with the physics as it is now."""
+    context_tokens: float | None = Field(default=None, ge=0)
+    """Mean context of those sequences in the answer's decode step (prompt + half the output)."""
     advisor_version: str | None = None
     warnings: list[str] = Field(default_factory=list)
 
@@ -240,6 +245,7 @@ def _record_of(verdict: dict, bench: dict, host: dict, *, weights: str, vllm_ver
         statistic=verdict["statistic"], rows=verdict["rows"], sla_max_tpot_ms=sla.get("max_tpot_ms"),
         sla_max_ttft_ms=sla.get("max_ttft_ms"), sla_claimed=verdict["sla_claimed"], sla_met=verdict["sla_met"],
         sla_missed=verdict["sla_missed"], step_correction=answer.get("step_correction") or 1.0,
+        running_per_replica=answer.get("running_per_replica"), context_tokens=answer.get("context_tokens"),
         advisor_version=answer.get("advisor_version"), warnings=verdict["warnings"],
     )  # fmt: skip
 

@@ -194,7 +194,8 @@ def _assemble(points: list[BenchPoint], answered: Pattern, predicted: dict, sla:
 
 def answer_facts(rec) -> dict:
     """What ``advisor verify`` stores beside the figures: the model's class and weights, the method, the layout, the
-    GPU and vLLM line the answer is for, and the measured step correction its decode step carries (1: none)."""
+    GPU and vLLM line the answer is for, the measured step correction its decode step carries (1: none), and the
+    running sequences and context that step was predicted for (so the lab can re-predict it with later physics)."""
     from advisor import __version__
     from advisor.predict.step_correction import class_of, dtype_key
 
@@ -206,7 +207,10 @@ def answer_facts(rec) -> dict:
             "gpu": getattr(host, "gpu", None), "gpus": getattr(d, "gpus", None),
             "tensor_parallel_size": getattr(d, "tensor_parallel_size", None),
             "data_parallel_size": getattr(d, "data_parallel_size", None), "vllm_version": getattr(host, "vllm_version", None),
-            "step_correction": corr.factor if corr is not None else 1.0, "advisor_version": __version__}  # fmt: skip
+            "step_correction": corr.factor if corr is not None else 1.0,
+            "running_per_replica": getattr(pred, "running_per_replica", None) if pred is not None else None,
+            "context_tokens": getattr(pred, "context_tokens", None) if pred is not None else None,
+            "advisor_version": __version__}  # fmt: skip
 
 
 def _in_flight(pred, rate: float, conc: int | None) -> float:
