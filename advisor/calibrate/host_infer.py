@@ -187,7 +187,7 @@ def fit_plain_floor(vans, profile_of: ProfileFn) -> dict:
         m = profile_for_record(v.model, profile_of)
         seqs = v.in_flight  # the batch the steps ran at (see _Pair)
         c = step_cost(m, get_gpu(v.gpu), v.tensor_parallel_size, StepShape(seqs=max(1, round(seqs)), tokens_per_seq=1, context=_ctx(v, m)))
-        g = max(c.t_memory, c.t_compute)  # the bytes and FLOPs of the step, without its kernels' fixed latency
+        g = max(c.t_memory, c.t_compute) + c.t_moe_kernel  # the step's GPU work (its dense kernels' fixed latency aside)
         meas = seqs / v.throughput_tok_s
         if g < FLOOR_HOST_BOUND * meas:
             obs.append((float(seqs), meas))

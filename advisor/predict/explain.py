@@ -36,7 +36,9 @@ def _terms(name: str, c) -> str:
     shown = [(k, v) for k, v in parts if v > 0 or k in ("roofline", "host")]
     summed = sum(v for _, v in parts)
     line = (f"{name} {_ms(summed)} = " + " + ".join(f"{k} {_ms(v)}" for k, v in shown)
-            + f" (roofline = max(weights+KV {_ms(c.t_memory)}, compute {_ms(c.t_compute)}) + GEMM floor)")
+            + f" (roofline = max(weights+KV {_ms(c.t_memory)}, compute {_ms(c.t_compute)}) + GEMM floor"
+            + (f" + routed experts {_ms(c.t_moe_kernel)} at the fused-MoE kernel's cost MEASURED on {c.moe_kernel_gpu} "
+               f"(calibration/moe_kernel_costs.csv)" if c.t_moe_kernel > 0 else "") + ")")
     if c.total > summed + 1e-9:
         line += f"; the host profile's floor makes it {_ms(c.total)} (async scheduling overlaps host and GPU work)"
     return line
