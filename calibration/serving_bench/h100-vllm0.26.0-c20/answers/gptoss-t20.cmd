@@ -1,0 +1,1 @@
+python3 -m advisor recommend openai/gpt-oss-20b --gpu H100 --gpus 1 --vllm-version 0.26 --prompt-len 1024 --output-len 512 --max-tpot-ms 20 --spec none

@@ -1,0 +1,1 @@
+python3 -m advisor recommend Qwen/Qwen3-30B-A3B --gpu H200 --gpus 1 --vllm-version 0.26 --prompt-len 1024 --output-len 512 --max-tpot-ms 35 --spec none
