@@ -229,3 +229,17 @@ def test_which_runs_measure_a_step():
     assert "with H200" in used_for_correction(r.model_copy(update={"host_gpu": "H200"}))
     corrected = r.model_copy(update={"step_correction": 2.0})  # an answer that already carried x2: divided out
     assert corrected.step_point()[0] == pytest.approx(r.step_point()[0] / 2)
+
+
+def test_the_physics_now_beside_the_answers_as_printed():
+    """Campaign 14's decode steps against the physics as it is now (the fused-MoE kernel cost, fitted on aiconfigurator's
+    timings, not on these runs) beside the answers as printed: the FP8 MoE runs move from ln +0.149 to within 0.05;
+    the dense runs do not move; every record carries the answer's running sequences and context."""
+    from advisor.calibrate.step_corrections import evaluate
+    from advisor.paths import data_path
+
+    now = evaluate(data_path("calibration"))["decode_step_physics_now"]
+    assert now["records_without_shape"] == 0
+    q, d = now["by_class"]["gqa-moe fp8"], now["by_class"]["dense bf16"]
+    assert q["median_abs_log_as_printed"] == pytest.approx(0.1494, abs=1e-3) and q["median_abs_log_now"] < 0.05
+    assert d["median_log_now"] == pytest.approx(d["median_log_as_printed"], abs=1e-3)

@@ -254,6 +254,34 @@ def first_pass(records: list[VerifyRecord]) -> dict:
             for cls, figs in sorted(by.items())}  # fmt: skip
 
 
+def physics_now(records: list[VerifyRecord]) -> dict:
+    """The decode step's ln(measured median ITL / the step the physics predicts now, no correction) by class and dtype,
+    beside the same against the answer as printed (``first_pass``): what the physics changes since the answers were
+    made did to those runs (the MoE kernel cost, 7cc65ef, for campaign 14). In sample for any correction fitted on
+    them, out of sample for a physics term fitted elsewhere; records without the answer's running sequences and
+    context are left out and counted."""
+    by: dict[str, list[tuple[float, float]]] = defaultdict(list)
+    models: dict[str, set] = defaultdict(set)
+    missing = 0
+    for r in records:
+        sp = r.step_point()
+        if sp is None or not r.gpu or not r.host_gpu or r.gpu.lower() != r.host_gpu.lower():
+            continue
+        now = predicted_now(r)
+        if now is None:
+            missing += 1
+            continue
+        cls = f"{r.arch_class or 'unknown'} {r.weights_dtype or '?'}"
+        models[cls].add(r.model)
+        by[cls].append((math.log(sp[1] / now), math.log(sp[1] / sp[0])))
+    return {"by_class": {cls: {"models": sorted(models[cls]), "runs": len(v),
+                               "median_log_now": _median([a for a, _ in v]), "median_abs_log_now": _median([abs(a) for a, _ in v]),
+                               "median_log_as_printed": _median([b for _, b in v]),
+                               "median_abs_log_as_printed": _median([abs(b) for _, b in v])}
+                         for cls, v in sorted(by.items())},
+            "records_without_shape": missing}  # fmt: skip
+
+
 def user_section(user_records: list[VerifyRecord]) -> dict:
     """The same for the user's store (its rows are the ones ``advisor calibrate`` writes to the data dir)."""
     upts, uleft = points(user_records)
@@ -273,7 +301,7 @@ def evaluate(calibration_dir: Path) -> dict:
     rows, bad = fit(pts, "; ".join(files))
     shipped = (calibration_dir / TABLE).read_text(encoding="utf-8") if (calibration_dir / TABLE).is_file() else ""
     res = {"available": bool(records), "sources": files, "records": len(records), "step_points": len(pts),
-           "left_out": skipped + left + bad, "first_pass": first_pass(records),
+           "left_out": skipped + left + bad, "first_pass": first_pass(records), "decode_step_physics_now": physics_now(records),
            "corrections": [r.model_dump() for r in rows], "shipped_matches_fit": shipped == render_rows(rows),
            "leave_one_model_out": leave_one_model_out(pts, "; ".join(files)),
            "baseline": "no correction: the physics' predicted step as the answer printed it"}  # fmt: skip
