@@ -53,8 +53,8 @@ def _recommend(model: str, gpu: str, gpus: int, concurrency: int, corpus: str | 
                      predictor=predictor, planner=planner)  # fmt: skip
 
 
-def _chosen(rec) -> dict:
-    (c,) = [c for c in rec.candidates if c["chosen"]]
+def _chosen(rec):
+    (c,) = [c for c in rec.candidates if c.chosen]
     return c
 
 
@@ -63,19 +63,19 @@ def check_consistent(rec) -> None:
     d = rec.decision
     c = _chosen(rec)
     method = d.speculative_method or "none"
-    assert (c["speculative_method"] or "none") == method and c["num_speculative_tokens"] == d.num_speculative_tokens
+    assert (c.speculative_method or "none") == method and c.num_speculative_tokens == d.num_speculative_tokens
     p = rec.prediction
-    assert p is not None and p.method == method and p.layout == c["prediction"]["layout"]
+    assert p is not None and p.method == method and p.layout == c.prediction.layout
     if method == "suffix":
-        assert p.p_win == c["p_win"]
+        assert p.p_win == c.p_win
         assert f"P(win)={p.p_win:.2f}" in gain_row(p)
     else:
         assert p.p_win is None and "P(win)" not in gain_row(p)
     if method in ("mtp", "ngram"):
-        assert p.gain == c["prediction"]["speculative_gain"]["value"] and gain_row(p).startswith(method)
+        assert p.gain == c.prediction.speculative_gain.value and gain_row(p).startswith(method)
     if method == "none":
         assert p.gain == 1.0
-    by_label = {x["label"]: x for x in rec.candidates}
+    by_label = {x.label: x for x in rec.candidates}
     launched_k = d.num_speculative_tokens
     launched_p = f"{p.p_win:.2f}" if p.p_win is not None else None
     lines = list(rec.trace) + [f"prediction: {t}" for t in p.explanation]
@@ -84,8 +84,8 @@ def check_consistent(rec) -> None:
         if line.startswith("candidate "):
             named = [x for label, x in by_label.items() if label in line]
             assert named, line
-            assert all(int(k) in {x["num_speculative_tokens"] for x in named} for k in ks), line
-            assert all(pw in {f"{x['p_win']:.2f}" for x in named if x["p_win"] is not None} for pw in ps), line
+            assert all(int(k) in {x.num_speculative_tokens for x in named} for k in ks), line
+            assert all(pw in {f"{x.p_win:.2f}" for x in named if x.p_win is not None} for pw in ps), line
             continue
         assert all(int(k) == launched_k for k in ks), f"names K other than the launched {launched_k}: {line}"
         assert all(pw == launched_p for pw in ps), f"names P(win) other than the launched {launched_p}: {line}"
@@ -130,8 +130,8 @@ def test_mtp_decisions_carry_mtp_figures_not_suffix():
     """DeepSeek-R1 on 8 x H200: the decision is MTP; the header and prediction are MTP's, suffix is a candidate."""
     rec = _recommend("deepseek-ai/DeepSeek-R1", "H200", 8, 32)
     assert rec.decision.speculative_method == "mtp"
-    suffix = [c for c in rec.candidates if c["speculative_method"] == "suffix" and c.get("prediction")]
-    assert suffix and rec.prediction.gain != suffix[0]["prediction"]["speculative_gain"]["value"]
+    suffix = [c for c in rec.candidates if c.speculative_method == "suffix" and c.prediction]
+    assert suffix and rec.prediction.gain != suffix[0].prediction.speculative_gain.value
     assert rec.prediction.gain > 1 and rec.prediction.k_bar > 1
     assert not any("turns suffix on" in t for t in rec.trace)
 
@@ -145,9 +145,9 @@ def test_default_on_inside_the_band_keeps_suffix_as_the_docs_say():
     for model, gpu, gpus, conc in [("Qwen/Qwen2.5-72B-Instruct", "B200", 8, 256), ("meta-llama/Llama-3.1-8B-Instruct", "H100", 8, 32)]:
         rec = _recommend(model, gpu, gpus, conc, "humaneval")
         d = rec.decision
-        qualifying = {(c["tensor_parallel_size"], c["data_parallel_size"]) for c in rec.candidates
-                      if c["speculative_method"] == "suffix" and c["p_win"] is not None and c["p_win"] >= bands.flip_off_below
-                      and not c.get("why_not")}  # fmt: skip
+        qualifying = {(c.tensor_parallel_size, c.data_parallel_size) for c in rec.candidates
+                      if c.speculative_method == "suffix" and c.p_win is not None and c.p_win >= bands.flip_off_below
+                      and not c.why_not}  # fmt: skip
         assert qualifying, model
         if d.speculative_method is None:
             assert (d.tensor_parallel_size, d.data_parallel_size) not in qualifying, model

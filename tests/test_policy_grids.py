@@ -75,7 +75,7 @@ def test_the_layout_search_tries_the_tables_max_num_seqs(policy_with):
 
     def seqs() -> set[int]:
         rec = build_recommendation(LLAMA_8B, o.RecommendOptions(gpu="H200", gpus=1, max_tpot_ms=30.0, spec="none"))
-        return {c["max_num_seqs"] for c in rec.candidates if c.get("max_num_seqs")}
+        return {c.max_num_seqs for c in rec.candidates if c.max_num_seqs}
 
     assert seqs() <= set(load_policy().seqs_grid) and not seqs() <= {8, 40, 200}
     policy_with(seqs_grid=(8, 40, 200))

@@ -260,7 +260,7 @@ def test_page_without_prediction_or_memory_plan(tmp_path):
                     load_rules(s.rules_dirs))  # fmt: skip
     # without a predictor no suffix candidate is scored; a recommendation with no prediction at all
     # is what nothing booting leaves (advisor.plan.recommend._not_bootable)
-    assert rec.memory is None and not any(c["p_win"] for c in rec.candidates)
+    assert rec.memory is None and not any(c.p_win for c in rec.candidates)
     rec = rec.model_copy(update={"prediction": None, "candidates": []})
     text = htmllib.unescape(build_report(rec, profile, s.model_copy(update={"data_dir": tmp_path / "data"})))
     assert "none (the predictor declined)" in text and "No prediction for this recommendation" in text

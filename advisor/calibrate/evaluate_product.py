@@ -65,8 +65,8 @@ def suffix_p_win(rec) -> float | None:
         return rec.prediction.p_win if rec.prediction else None
     d = rec.decision
     same = (d.tensor_parallel_size, d.data_parallel_size, d.enable_expert_parallel)
-    return next((c["p_win"] for c in rec.candidates if c["speculative_method"] == "suffix" and c["p_win"] is not None
-                 and (c["tensor_parallel_size"], c["data_parallel_size"], c["enable_expert_parallel"]) == same), None)
+    return next((c.p_win for c in rec.candidates if c.speculative_method == "suffix" and c.p_win is not None
+                 and (c.tensor_parallel_size, c.data_parallel_size, c.enable_expert_parallel) == same), None)
 
 
 def evaluate_product(profile_of: ProfileFn, *, observations: list[Observation] | None = None,

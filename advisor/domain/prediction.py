@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_serializer
 
@@ -170,13 +170,105 @@ class StepCorrectionApplied(BaseModel):
     note: str
 
 
-LAYOUT_FIGURES = ("throughput_tok_s", "tpot_ms", "ttft_ms", "step_ms", "prefill_ms", "speculative_gain",
-                  "running_per_replica", "waiting_per_replica", "layout", "method", "objective", "prompt_len",
-                  "output_len", "figure_notes", "tok_s_per_gpu", "tok_s_per_user", "max_num_seqs", "max_num_batched_tokens",
-                  "offered_concurrency", "request_rate", "ttft_unloaded_ms", "ttft_prefill_wait_ms", "ttft_slot_wait_ms",
-                  "gpus_used", "spec_schedule", "schedule_reason", "ttft_unbounded", "busy_replicas", "closed_loop", "judged_on")  # fmt: skip
-"""The layout search's figures of the chosen candidate (advisor.plan.layout_wiring.absolute_prediction);
-present in ``--json`` only once the search has run."""
+Objective = Literal["throughput", "latency"]
+"""What the layout search optimises (--objective): host output tok/s, or the shortest request (TTFT + output x TPOT)."""
+
+
+class SparseView(BaseModel):
+    """A view whose :attr:`CONDITIONAL` keys are in its dump only where its builder set them (a set None included):
+    the JSON keeps a key that applies to some candidates only absent, not null, from the others."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    CONDITIONAL: ClassVar[tuple[str, ...]] = ()
+    """The fields dumped only when set."""
+
+    def present(self) -> dict[str, Any]:
+        """The fields the dump carries, as their values (not dumped): every field but an unset conditional one."""
+        return {name: getattr(self, name) for name in type(self).model_fields
+                if name not in self.CONDITIONAL or name in self.model_fields_set}  # fmt: skip
+
+    @model_serializer(mode="wrap")
+    def _conditional_keys_only_when_set(self, handler):
+        data = handler(self)
+        for name in self.CONDITIONAL:
+            if name not in self.model_fields_set:
+                data.pop(name, None)
+        return data
+
+
+class LayoutFigures(SparseView):
+    """One candidate's predicted figures on the whole host (advisor.plan.layout_wiring.layout_figures): a candidate's
+    ``prediction`` in ``--json``, and the launched one's merged into ``Recommendation.prediction``. ``gpus_used`` is
+    present only where an operating point was searched, the loaded model's keys (``offered_concurrency`` …
+    ``ttft_slot_wait_ms``) only where the figures are the loaded model's (advisor.predict.serving.LoadedFigures)."""
+
+    CONDITIONAL: ClassVar[tuple[str, ...]] = ("gpus_used", "offered_concurrency", "request_rate", "ttft_unloaded_ms",
+                                              "ttft_prefill_wait_ms", "ttft_slot_wait_ms")  # fmt: skip
+
+    throughput_tok_s: Band
+    """Output tokens per second over every replica."""
+    tpot_ms: Band
+    """Time per output token one user sees (ms)."""
+    ttft_ms: Band | None
+    """Time to first token under the load (ms); None where the queue grows without bound (``ttft_unbounded``)."""
+    ttft_unbounded: str | None
+    """Why ``ttft_ms`` is None (an offered rate above capacity); None when TTFT is a figure."""
+    busy_replicas: float | None
+    """Replicas' worth of the host that has requests at this load (None: every replica)."""
+    step_ms: Band
+    """One plain decode step of a replica at its running sequences (ms)."""
+    prefill_ms: Band
+    """Prefill of one prompt on one replica (ms)."""
+    speculative_gain: Band | None
+    """Speculative tokens-per-time gain over plain decoding (None: plain decoding)."""
+    running_per_replica: int
+    """Sequences a replica runs at once."""
+    waiting_per_replica: float | None
+    """Requests per replica waiting for a slot (None: a queue growing without bound)."""
+    layout: str
+    """The candidate's layout in words (TP x DP, + EP)."""
+    method: str
+    """The candidate's speculative method id (``none``: plain decoding)."""
+    objective: Objective
+    """What the search optimised (--objective)."""
+    prompt_len: int
+    """Prompt tokens per request the figures are for."""
+    output_len: int
+    """Output tokens per request the figures are for."""
+    figure_notes: list[str]
+    """Labelled terms (ASSUMED / MEASURED / FITTED) behind the figures."""
+    tok_s_per_gpu: float
+    """Output tokens per second per GPU the candidate uses (throughput_tok_s / TP x DP, one decimal)."""
+    tok_s_per_user: float
+    """Output tokens per second one user sees (1000 / TPOT ms, one decimal)."""
+    max_num_seqs: int | None
+    """The candidate's max_num_seqs (None: vLLM's default)."""
+    max_num_batched_tokens: int | None
+    """The candidate's max_num_batched_tokens (None: vLLM's default)."""
+    spec_schedule: list[list[int]] | None
+    """num_speculative_tokens_per_batch_size ([[lo, hi, K], …]); None: a fixed K."""
+    schedule_reason: str | None
+    """Why the K follows (or cannot follow) the batch size (None: nothing to say)."""
+    judged_on: Literal["closed", "poisson"] | None
+    """The arrival pattern --max-tpot-ms / --max-ttft-ms were judged on (None: no limit given)."""
+    gpus_used: int | None = None
+    """GPUs the candidate uses (TP x DP); only where an operating point was searched."""
+    offered_concurrency: int | None = None
+    """Requests in flight over the host the figures are at (None: not known); loaded figures only."""
+    request_rate: float | None = None
+    """Requests per second over the host the figures are at; loaded figures only."""
+    ttft_unloaded_ms: float | None = None
+    """Lower bound of TTFT: one prompt prefilled alone and one decode step (ms); loaded figures only."""
+    ttft_prefill_wait_ms: float | None = None
+    """TTFT's wait for the prefill budget (ms); loaded figures only."""
+    ttft_slot_wait_ms: float | None = None
+    """TTFT's wait for a free slot (ms; None: no steady state); loaded figures only."""
+
+
+LAYOUT_FIGURES = (*LayoutFigures.model_fields, "closed_loop")
+"""The layout search's figures of the chosen candidate (:class:`LayoutFigures`, and the closed loop's); present in
+``--json`` only once the search has run."""
 
 
 class RecommendedPrediction(Prediction):

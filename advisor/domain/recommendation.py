@@ -9,6 +9,7 @@ from advisor.domain.host import HostContext
 from advisor.domain.memory import MemoryVerdict
 from advisor.domain.prediction import RecommendedPrediction
 from advisor.domain.probe_plan import ProbePlan
+from advisor.domain.views import CandidateView, ParetoPoint
 from advisor.domain.workload import Workload
 
 
@@ -49,10 +50,10 @@ class Recommendation(BaseModel):
     servers: int = Field(default=1, ge=1)
     """--request-rate beyond one host: identical servers (each the ``decision``, behind a load balancer) that
     together serve the rate; the prediction's figures are one server's, at its share of the rate."""
-    candidates: list[dict] = Field(default_factory=list)
-    """Layout search (issue 15, advisor.plan.layout_wiring): every searched layout x speculative method,
-    best first, with predicted figures and why each lost."""
-    pareto: list[dict] = Field(default_factory=list)
+    candidates: list[CandidateView] = Field(default_factory=list)
+    """Layout search (issue 15, advisor.plan.layout_wiring.candidate_view): every searched layout x speculative
+    method, best first, with predicted figures and why each lost."""
+    pareto: list[ParetoPoint] = Field(default_factory=list)
     """The operating-point search's frontier (advisor.plan.operating_point.pareto): tok/s per user against
     tok/s per GPU over every searched point, best per user first, the chosen one marked; empty without
     --max-tpot-ms / --max-ttft-ms / --request-rate."""

@@ -19,7 +19,8 @@ from advisor.errors import AdvisorError
 from advisor.hardware.gpus import GpuSpec
 from advisor.model.schema import ModelProfile
 from advisor.domain.decision import Decision
-from advisor.domain.prediction import Band, KbarSourceKind
+from advisor.domain.prediction import Band, KbarSourceKind, Objective
+from advisor.domain.views import WhyKind
 from advisor.predict.pipeline import pp_serve, pp_split
 from advisor.predict.absolute import ReplicaLayout, ServingFigures, serve
 from advisor import methods as _methods
@@ -28,12 +29,6 @@ from advisor.plan.memory_terms import dense_intermediate
 from advisor.rules.policy import load_policy
 from advisor.plan.memory_terms import batch_defaults
 
-Objective = Literal["throughput", "latency"]
-WhyKind = Literal["boot", "span", "pp", "declined", "rule", "measured", "load", "loses", "forced", "sla", "no_point"]
-"""Why a candidate is not launched: does not boot; DP replicas span nodes; a speculative method with PP; the
-predictor declined; the rules forbid or require a method; a probe on this host decided elsewhere; suffix above the
-load it was measured at; predicted to lose to plain decoding at its layout; the user forced another method;
-a limit (--max-tpot-ms, --max-ttft-ms, --request-rate) is missed; no operating point to predict."""
 
 
 class NoFeasibleLayout(AdvisorError):

@@ -1,11 +1,13 @@
 """The Recommendation's view of a :class:`advisor.plan.choose.Choice` (pure): the chosen candidate
-as a Decision and a prediction, and every candidate as JSON (the text view of figures: advisor.report.text)."""
+as a Decision and a prediction, every candidate and the frontier as the typed views of advisor.domain.views (what
+``--json`` prints under ``candidates`` and ``pareto``; the text view of figures: advisor.report.text)."""
 
 from __future__ import annotations
 
 from advisor.domain.decision import Decision
 from advisor.domain.host import HostContext
-from advisor.domain.prediction import RecommendedPrediction
+from advisor.domain.prediction import Decomposition, LayoutFigures, RecommendedPrediction
+from advisor.domain.views import CandidateView, ParetoPoint
 from advisor.plan.choose import why_lost
 from advisor.plan.layout import Candidate, LayoutQuery
 
@@ -36,7 +38,7 @@ RULED_OUT = frozenset({"rule", "measured", "load", "loses", "forced"})
 (not the limits)."""
 
 
-def pareto_json(ranked: list[Candidate], chosen: Candidate) -> list[dict]:
+def pareto_view(ranked: list[Candidate], chosen: Candidate) -> list[ParetoPoint]:
     """The frontier over every searched operating point of every candidate that boots and that the rules
     leave in (advisor.plan.operating_point.pareto), the chosen one marked."""
     from advisor.plan.operating_point import pareto
@@ -48,19 +50,20 @@ def pareto_json(ranked: list[Candidate], chosen: Candidate) -> list[dict]:
                      and pt.kv_cache_dtype == chosen.kv_cache_dtype
                      and pt.max_num_seqs == chosen.max_num_seqs and pt.max_num_batched_tokens == chosen.max_num_batched_tokens)  # fmt: skip
         f = pt.figures
-        out.append({"label": pt.label(), "tok_s_per_gpu": pt.tok_s_per_gpu, "tok_s_per_user": pt.tok_s_per_user,
-                    "tpot_ms": f.tpot_ms.value, "ttft_ms": _ttft_value(f), "max_num_seqs": pt.max_num_seqs,
-                    "max_num_batched_tokens": pt.max_num_batched_tokens, "concurrency": pt.concurrency,
-                    "tensor_parallel_size": pt.layout.tp, "data_parallel_size": pt.layout.dp, "method": pt.method,
-                    "k": pt.k, "kv_cache_dtype": pt.kv_cache_dtype, "feasible": pt.feasible, "why_not": pt.why_not, "chosen": is_chosen})  # fmt: skip
-    if not any(x["chosen"] for x in out) and chosen.figures is not None:
+        out.append(ParetoPoint(label=pt.label(), tok_s_per_gpu=pt.tok_s_per_gpu, tok_s_per_user=pt.tok_s_per_user,
+                               tpot_ms=f.tpot_ms.value, ttft_ms=_ttft_value(f), max_num_seqs=pt.max_num_seqs,
+                               max_num_batched_tokens=pt.max_num_batched_tokens, concurrency=pt.concurrency,
+                               tensor_parallel_size=pt.layout.tp, data_parallel_size=pt.layout.dp, method=pt.method,
+                               k=pt.k, kv_cache_dtype=pt.kv_cache_dtype, feasible=pt.feasible, why_not=pt.why_not,
+                               chosen=is_chosen))  # fmt: skip
+    if not any(x.chosen for x in out) and chosen.figures is not None:
         f = chosen.figures
-        out.append({"label": chosen.label(), "tok_s_per_gpu": round(f.throughput_tok_s.value / chosen.layout.gpus, 1),
-                    "tok_s_per_user": round(1000 / f.tpot_ms.value, 1), "tpot_ms": f.tpot_ms.value, "ttft_ms": _ttft_value(f),
-                    "max_num_seqs": chosen.max_num_seqs, "max_num_batched_tokens": chosen.max_num_batched_tokens,
-                    "concurrency": chosen.concurrency, "tensor_parallel_size": chosen.layout.tp,
-                    "data_parallel_size": chosen.layout.dp, "method": chosen.method, "k": chosen.k, "feasible": True,
-                    "why_not": None, "chosen": True, "off_frontier": True})  # fmt: skip
+        out.append(ParetoPoint(label=chosen.label(), tok_s_per_gpu=round(f.throughput_tok_s.value / chosen.layout.gpus, 1),
+                               tok_s_per_user=round(1000 / f.tpot_ms.value, 1), tpot_ms=f.tpot_ms.value, ttft_ms=_ttft_value(f),
+                               max_num_seqs=chosen.max_num_seqs, max_num_batched_tokens=chosen.max_num_batched_tokens,
+                               concurrency=chosen.concurrency, tensor_parallel_size=chosen.layout.tp,
+                               data_parallel_size=chosen.layout.dp, method=chosen.method, k=chosen.k, feasible=True,
+                               why_not=None, chosen=True, off_frontier=True))  # fmt: skip
     return out
 
 
@@ -99,33 +102,33 @@ def operating_point_trace(c: Candidate, query: LayoutQuery, host: HostContext) -
     return lines, offered
 
 
-def absolute_prediction(c: Candidate, query: LayoutQuery) -> dict:
+def layout_figures(c: Candidate, query: LayoutQuery) -> LayoutFigures:
+    """The candidate's figures on the whole host (its ``prediction`` in ``--json``): ``gpus_used`` only where an
+    operating point was searched, the loaded model's keys only for its figures (advisor.predict.serving.LoadedFigures)."""
     f = c.figures
-    out = {
-        "throughput_tok_s": f.throughput_tok_s.model_dump(), "tpot_ms": f.tpot_ms.model_dump(),
-        "ttft_ms": f.ttft_ms.model_dump() if f.ttft_ms is not None else None, "ttft_unbounded": f.ttft_unbounded,
-        "busy_replicas": f.busy_replicas,
-        "step_ms": f.step_ms.model_dump(), "prefill_ms": f.prefill_ms.model_dump(),
-        "speculative_gain": f.gain.model_dump() if f.gain else None,
-        "running_per_replica": f.running_per_replica, "waiting_per_replica": f.waiting_per_replica,
-        "layout": c.layout_label(), "method": c.method, "objective": query.objective,
-        "prompt_len": query.prompt_len, "output_len": query.output_len, "figure_notes": f.notes,
-        "tok_s_per_gpu": round(f.throughput_tok_s.value / c.layout.gpus, 1), "tok_s_per_user": round(1000 / f.tpot_ms.value, 1),
-        "max_num_seqs": c.max_num_seqs, "max_num_batched_tokens": c.max_num_batched_tokens,
-        "spec_schedule": c.spec_schedule, "schedule_reason": c.schedule_reason,
-        "judged_on": query.judged_on if (query.max_tpot_ms or query.max_ttft_ms) else None,
-    }  # fmt: skip
+    conditional = {}
     if query.operating_point:
-        out["gpus_used"] = c.layout.gpus
+        conditional["gpus_used"] = c.layout.gpus
     from advisor.predict.serving import LoadedFigures
 
     if isinstance(f, LoadedFigures):
         inflight = f.offered_per_replica * c.layout.dp if f.offered_per_replica is not None else None
-        out.update({"offered_concurrency": c.concurrency if c.concurrency is not None else (
+        conditional.update({"offered_concurrency": c.concurrency if c.concurrency is not None else (
             round(inflight) if inflight is not None else None), "request_rate": round(f.request_rate_per_replica * c.layout.dp, 3),
             "ttft_unloaded_ms": f.ttft_unloaded_ms, "ttft_prefill_wait_ms": f.ttft_prefill_wait_ms,
             "ttft_slot_wait_ms": f.ttft_slot_wait_ms})  # fmt: skip
-    return out
+    return LayoutFigures(
+        throughput_tok_s=f.throughput_tok_s, tpot_ms=f.tpot_ms, ttft_ms=f.ttft_ms, ttft_unbounded=f.ttft_unbounded,
+        busy_replicas=f.busy_replicas, step_ms=f.step_ms, prefill_ms=f.prefill_ms, speculative_gain=f.gain,
+        running_per_replica=f.running_per_replica, waiting_per_replica=f.waiting_per_replica,
+        layout=c.layout_label(), method=c.method, objective=query.objective,
+        prompt_len=query.prompt_len, output_len=query.output_len, figure_notes=f.notes,
+        tok_s_per_gpu=round(f.throughput_tok_s.value / c.layout.gpus, 1), tok_s_per_user=round(1000 / f.tpot_ms.value, 1),
+        max_num_seqs=c.max_num_seqs, max_num_batched_tokens=c.max_num_batched_tokens,
+        spec_schedule=c.spec_schedule, schedule_reason=c.schedule_reason,
+        judged_on=query.judged_on if (query.max_tpot_ms or query.max_ttft_ms) else None,
+        **conditional,
+    )  # fmt: skip
 
 
 def chosen_prediction(c: Candidate, suffix: RecommendedPrediction | None, query: LayoutQuery,
@@ -139,7 +142,7 @@ def chosen_prediction(c: Candidate, suffix: RecommendedPrediction | None, query:
     if c.method == "suffix" and c.p_win is not None:  # the calibrated K > R prediction (a line that drafts all K
         if suffix is None:                            # every step prices suffix as the other methods, below)
             return None
-        return RecommendedPrediction.model_validate(suffix.model_dump() | absolute_prediction(c, query))
+        return suffix.model_copy(update=layout_figures(c, query).present(), deep=True)
     state = None if host.dsa_enabled is None else ("ON" if host.dsa_enabled else "OFF")
     context = query.prompt_len + query.output_len / 2
     if c.method == "none":
@@ -154,32 +157,36 @@ def chosen_prediction(c: Candidate, suffix: RecommendedPrediction | None, query:
         source = c.k_bar_source or c.k_bar_note or (f.notes[0] if f.notes else c.method)
         why = list(f.notes)
         r_source = "step-cost model (advisor.predict.absolute): verification step / plain step at this layout"
-    decomposition = {"k_bar": kbar, "r": r, "fitted_factor": gain[0] * r / kbar if kbar else 1.0,
-                     "sources": {"k_bar": source, "r": r_source, "fitted_factor": "none fitted for this method"}}  # fmt: skip
-    return RecommendedPrediction.model_validate({
-        "gain": gain[0], "gain_low": gain[1], "gain_high": gain[2], "p_win": None, "k_bar": kbar, "k_bar_source": source,
-        "k_bar_kind": c.k_bar_kind, "k_bar_published_source_id": c.k_bar_published_source_id,
-        "r": r, "host_state": state, "draft_tokens": float(c.k or 0), "context_tokens": context, "explanation": why,
-        "decomposition": decomposition,
-        "measured": suffix.measured.model_dump() if suffix and suffix.measured else None,
-        "measured_near": [m.model_dump() for m in suffix.measured_near] if suffix else [],
-    } | absolute_prediction(c, query))  # fmt: skip
+    decomposition = Decomposition(k_bar=kbar, r=r, fitted_factor=gain[0] * r / kbar if kbar else 1.0,
+                                  sources={"k_bar": source, "r": r_source, "fitted_factor": "none fitted for this method"})  # fmt: skip
+    return RecommendedPrediction(
+        gain=gain[0], gain_low=gain[1], gain_high=gain[2], p_win=None, k_bar=kbar, k_bar_source=source,
+        k_bar_kind=c.k_bar_kind, k_bar_published_source_id=c.k_bar_published_source_id,
+        r=r, host_state=state, draft_tokens=float(c.k or 0), context_tokens=context, explanation=why,
+        decomposition=decomposition,
+        measured=suffix.measured if suffix else None,
+        measured_near=list(suffix.measured_near) if suffix else [],
+        **layout_figures(c, query).present(),
+    )  # fmt: skip
 
 
-def candidate_json(c: Candidate, winner: Candidate, query: LayoutQuery) -> dict:
-    out = {
-        "label": c.label(), "tensor_parallel_size": c.pipeline[0] if c.pipeline else c.layout.tp,
-        "pipeline_parallel_size": c.pipeline[1] if c.pipeline else 1, "data_parallel_size": c.layout.dp,
-        "enable_expert_parallel": c.layout.ep, "speculative_method": None if c.method == "none" else c.method,
-        "num_speculative_tokens": c.k, "max_num_seqs": c.max_num_seqs, "max_num_batched_tokens": c.max_num_batched_tokens,
-        "concurrency": c.concurrency, "kv_cache_dtype": c.kv_cache_dtype, "spec_schedule": c.spec_schedule,
-        "schedule_reason": c.schedule_reason, "boots": c.boots, "kv_cache_tokens": c.kv_cache_tokens,
-        "eligible": c.eligible, "why_not": c.why_not, "why_kind": c.why_kind, "p_win": c.p_win, "chosen": c is winner,
-        "k_bar": c.k_bar, "r": c.r, "measured_gain": c.measured_gain, "k_bar_source": c.k_bar_source,
-        "speculative_model": c.drafter,
-    }  # fmt: skip
+def candidate_view(c: Candidate, winner: Candidate, query: LayoutQuery) -> CandidateView:
+    """One searched candidate as launched (TP per node x PP for a replica that spans nodes), with its figures and
+    why it lost to ``winner`` where it has figures."""
+    conditional = {}
     if c.figures is not None:
-        out["prediction"] = absolute_prediction(c, query)
+        conditional["prediction"] = layout_figures(c, query)
         if c is not winner:
-            out["why_lost"] = why_lost(winner, c, query.objective, query.output_len)
-    return out
+            conditional["why_lost"] = why_lost(winner, c, query.objective, query.output_len)
+    return CandidateView(
+        label=c.label(), tensor_parallel_size=c.pipeline[0] if c.pipeline else c.layout.tp,
+        pipeline_parallel_size=c.pipeline[1] if c.pipeline else 1, data_parallel_size=c.layout.dp,
+        enable_expert_parallel=c.layout.ep, speculative_method=None if c.method == "none" else c.method,
+        num_speculative_tokens=c.k, max_num_seqs=c.max_num_seqs, max_num_batched_tokens=c.max_num_batched_tokens,
+        concurrency=c.concurrency, kv_cache_dtype=c.kv_cache_dtype, spec_schedule=c.spec_schedule,
+        schedule_reason=c.schedule_reason, boots=c.boots, kv_cache_tokens=c.kv_cache_tokens,
+        eligible=c.eligible, why_not=c.why_not, why_kind=c.why_kind, p_win=c.p_win, chosen=c is winner,
+        k_bar=c.k_bar, r=c.r, measured_gain=c.measured_gain, k_bar_source=c.k_bar_source,
+        speculative_model=c.drafter,
+        **conditional,
+    )  # fmt: skip

@@ -24,7 +24,7 @@ from advisor.errors import UsageError
 from advisor.hardware.gpus import get_gpu
 from advisor.plan.choose import choose
 from advisor.plan.layout import LayoutQuery, NoFeasibleLayout, RateNotServed, closed_loop_figures, replica_profile, score
-from advisor.plan.layout_wiring import as_launched, candidate_json, chosen_prediction, decision_of, pareto_json
+from advisor.plan.layout_wiring import as_launched, candidate_view, chosen_prediction, decision_of, pareto_view
 from advisor.plan.memory import boot_verdict
 from advisor.plan.probe_plan import probe_plan
 from advisor.plan.seams import MemoryPlanner, Predictor
@@ -555,8 +555,8 @@ def _assemble(profile, host, workload, outcome, base, cands, choice, fixed, warn
         trace=trace,
         host_dsa_queues=fields.get("host_dsa_queues"),
         probe_plan=plan,
-        candidates=[candidate_json(x, c, query) for x in choice.ranked],
-        pareto=pareto_json(choice.ranked, c) if query.operating_point else [],
+        candidates=[candidate_view(x, c, query) for x in choice.ranked],
+        pareto=pareto_view(choice.ranked, c) if query.operating_point else [],
         sla_met=choice.sla_met,
         limits_missed=choice.limits_missed,
     )

@@ -64,13 +64,13 @@ def text_lines(rec) -> list[str]:
                  "times the predictor's 90% gain interval for speculative methods")
     for n in p.figure_notes or []:
         lines.append(f"  term: {n}")
-    runners = [c for c in rec.candidates if not c.get("chosen")][:SHOWN]
+    runners = [c for c in rec.candidates if not c.chosen][:SHOWN]
     if runners:
         lines.append("Next best:")
         for c in runners:
-            q = c.get("prediction")
-            ttft = f"{q['ttft_ms']['value']:.0f} ms" if q and q.get("ttft_ms") else "unbounded"
-            figs = (f"{q['throughput_tok_s']['value']:,.0f} tok/s, TPOT {q['tpot_ms']['value']:.1f} ms, "
+            q = c.prediction
+            ttft = f"{q.ttft_ms.value:.0f} ms" if q and q.ttft_ms is not None else "unbounded"
+            figs = (f"{q.throughput_tok_s.value:,.0f} tok/s, TPOT {q.tpot_ms.value:.1f} ms, "
                     f"TTFT {ttft}") if q else "no figures"
-            lines.append(f"  {c['label']}: {figs} — lost: {c.get('why_lost') or c.get('why_not')}")
+            lines.append(f"  {c.label}: {figs} — lost: {c.why_lost or c.why_not}")
     return lines
