@@ -426,10 +426,10 @@ def test_redacted_argv_hides_secret_flag_values_only():
     from advisor.domain.secrets import redacted_argv
 
     argv = ["vllm", "serve", "m", "--api-key", "k1", "k2", "--port", "8000", "--hf-token=t", "--ssl-keyfile", "/etc/k.pem",
-            "--API-KEY=x", "--max-model-len", "512"]  # fmt: skip
+            "--API-KEY=x", "--max-model-len", "512", "--max-num-batched-tokens", "2048"]  # fmt: skip
     assert redacted_argv(argv) == ["vllm", "serve", "m", "--api-key", "<redacted>", "<redacted>", "--port", "8000",
                                    "--hf-token=<redacted>", "--ssl-keyfile", "/etc/k.pem", "--API-KEY=<redacted>",
-                                   "--max-model-len", "512"]  # fmt: skip
+                                   "--max-model-len", "512", "--max-num-batched-tokens", "2048"]  # fmt: skip
 
 
 # -- sla_met with --request-rate and a limit: judged, not null (fixed before this branch; kept as the audit's input) ----

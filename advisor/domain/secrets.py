@@ -20,8 +20,9 @@ def looks_secret(name: str) -> bool:
 
 
 REDACTED = "<redacted>"
-_NOT_A_SECRET_VALUE = re.compile(r"(_FILE|_PATH|_DIR|KEYFILE)$", re.IGNORECASE)
-"""A flag that names where a secret lives (vLLM's --ssl-keyfile) holds a path, not the secret."""
+_NOT_A_SECRET_VALUE = re.compile(r"(_FILE|_PATH|_DIR|KEYFILE|_TOKENS)$", re.IGNORECASE)
+"""A flag that names where a secret lives (vLLM's --ssl-keyfile) holds a path, not the secret; one that ends in
+TOKENS (vLLM's --max-num-batched-tokens) holds a count of tokens, not a token."""
 
 
 def redacted_argv(argv: list[str]) -> list[str]:

@@ -89,6 +89,15 @@ def load_format(args: list[str]) -> str | None:
     return None
 
 
+def with_dummy_weights(extra: list[str]) -> list[str]:
+    """``--dummy-weights``: ``extra`` (the server flags of ``--extra-args``) with vLLM's ``--load-format dummy``
+    (kept where it is there already); UsageError when ``extra`` names another load format."""
+    given = load_format(extra)
+    if given not in (None, "dummy"):
+        raise UsageError(f"--dummy-weights contradicts --extra-args' --load-format {given}")
+    return extra if given is not None else [*extra, "--load-format", "dummy"]
+
+
 class CampaignResult(BaseModel):
     model_config = ConfigDict(extra="forbid")
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from pathlib import Path
 
 from advisor.errors import DataError, UsageError, printable
@@ -249,6 +250,12 @@ def bench_of_prediction(data: object, source: str) -> dict:
 
 
 def read_prediction(path: Path) -> dict:
+    """The ``benchmark`` object of the answer in ``path`` (what ``recommend --json`` printed)."""
+    return bench_of_prediction(read_answer(path), str(path))
+
+
+def read_answer(path: Path) -> object:
+    """The answer file's JSON (``recommend --json`` output, render's advisor-recommendation.json), unchecked."""
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -259,26 +266,113 @@ def read_prediction(path: Path) -> dict:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise DataError(f"{_say(path)}: not JSON ({_say(exc.msg)} at line {exc.lineno}); give what advisor recommend --json printed") from None
-    return bench_of_prediction(data, str(path))
+    return data
+
+
+def decision_of_prediction(data: object, source: str):
+    """``verify --boot --prediction``: (the answer's Decision, the vLLM line its flags are for or None) from a
+    ``recommend --json`` object (render's advisor-recommendation.json; render --json's ``recommendation``).
+    DataError, saying that --boot then needs MODEL, when the file holds no decision to launch."""
+    from pydantic import ValidationError
+
+    from advisor.domain.decision import Decision
+    from advisor.vllm_facts import is_supported
+
+    src = _say(source)
+    rec = data.get("recommendation") if isinstance(data, dict) and "decision" not in data else data
+    raw = rec.get("decision") if isinstance(rec, dict) else None
+    if not isinstance(raw, dict):
+        raise DataError(f"{src}: no decision (the answer's launch flags) to boot: --boot needs recommend --json's output "
+                        "(advisor-recommendation.json), or MODEL with recommend's options instead of --prediction")  # fmt: skip
+    try:
+        decision = Decision.model_validate(raw)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        raise DataError(f"{src}: decision.{'.'.join(map(str, first['loc']))}: {_say(first['msg'])}: not a decision advisor "
+                        "writes; --boot needs it, or MODEL with recommend's options instead of --prediction") from None  # fmt: skip
+    vllm = data.get("vllm") if isinstance(data, dict) else None
+    version = vllm.get("version") if isinstance(vllm, dict) else None
+    return decision, version if isinstance(version, str) and is_supported(version) else None
+
+
+def boot_argv(bench: dict, decision, version: str, *, server_cmd: str = "vllm serve", extra: list[str] = ()) -> list[str]:
+    """``verify --boot``: the server command of the answer, as probe builds one (advisor.probe.campaign
+    ``server_program`` and ``model_argument``): the program, the model the benchmark sends (``benchmark.model``), the
+    engine flags render writes into launch.sh for ``decision`` (advisor.render.flags ``serve_flags``), the benchmark's
+    ``--served-model-name`` when it has one, then ``extra`` (``--extra-args``: a later flag wins in vLLM's parser).
+    Host and port are running_server's. UsageError for an answer one host cannot start (a multi-node server)."""
+    from advisor.probe.campaign import model_argument, server_program
+    from advisor.render.flags import serve_flags
+
+    if decision.nodes > 1:
+        raise UsageError(f"--boot starts one server on this host; the answer spans {decision.nodes} nodes "
+                         f"(pipeline_parallel_size {decision.pipeline_parallel_size}): start it from advisor render's files "
+                         "and check it with --url")  # fmt: skip
+    primary = next(c for c in bench["commands"] if c.get("primary"))
+    argv = primary.get("argv") if isinstance(primary.get("argv"), list) else []
+    served = []
+    if "--served-model-name" in argv[:-1] and isinstance(name := argv[argv.index("--served-model-name") + 1], str):
+        served = ["--served-model-name", name]
+    return [*server_program(server_cmd), model_argument(bench["model"]), *serve_flags(decision, version), *served, *extra]
+
+
+def run_booted(bench: dict, argv: list[str], *, env: dict[str, str], log_path: Path, boot_timeout_s: float = 900.0,
+               vllm_bin: str = "vllm", result_dir: Path, timeout_s: float = 3600.0, say=None) -> tuple[Path, dict]:  # fmt: skip
+    """``verify --boot``: start ``argv`` as probe does (advisor.probe.server ``running_server``: 127.0.0.1, a free
+    port, the log in ``log_path``, /health and a warm-up request, its own process group), run the answer's benchmark
+    against it (:func:`run_bench`), and stop the server whatever happens (a failure, Ctrl-C). Returns the result
+    file and ``{"command", "log", "boot_s", "vllm_version"}``. BootFailure (a ProbeError, exit 7: the cause and
+    the log's path) when it does not come up; ProbeError when the run fails (the log named; a server that died
+    during it is a BootFailure ``crashed``)."""
+    from advisor.domain.secrets import redacted_argv
+    from advisor.errors import ProbeError
+    from advisor.probe.server import BootFailure, running_server, server_api_key
+
+    bench_program(vllm_bin)  # a missing client is said before minutes of boot, not after
+    say = say or (lambda line: None)
+    with running_server(argv, log_path=log_path, env=env, boot_timeout_s=boot_timeout_s, model=bench["model"]) as srv:
+        info = {"command": redacted_argv(srv.argv), "log": str(log_path), "boot_s": round(srv.boot_s, 1),
+                "vllm_version": server_version(srv.base_url)}  # fmt: skip
+        say(f"verify: vLLM serves at {srv.base_url} after {srv.boot_s:.0f} s; running the answer's vllm bench serve "
+            f"(results in {result_dir})")  # fmt: skip
+        key = server_api_key(srv.argv, {**os.environ, **env})
+        try:
+            result = run_bench(bench, srv.base_url, vllm_bin=vllm_bin, result_dir=result_dir, timeout_s=timeout_s, api_key=key)
+        except BootFailure:
+            raise
+        except ProbeError as exc:
+            srv.check_alive(grace_s=2.0)  # a server that died under the load crashed: that is the cause to name
+            raise ProbeError(f"{exc} (server log: {log_path})") from None
+    return result, info
+
+
+def bench_program(vllm_bin: str) -> str:
+    """The program whose ``bench serve`` runs the benchmark, found on PATH (DependencyError otherwise)."""
+    import shutil
+
+    from advisor.errors import DependencyError
+
+    exe = shutil.which(vllm_bin)
+    if exe is None:
+        raise DependencyError(f"--vllm-bin {_say(vllm_bin)}: not found; install vLLM (its `vllm bench serve` runs the benchmark) or name the program")
+    return exe
 
 
 def run_bench(bench: dict, url: str, *, vllm_bin: str = "vllm", result_dir: Path, timeout_s: float = 3600.0,
-              extra: list[str] | None = None) -> Path:  # fmt: skip
+              extra: list[str] | None = None, api_key: str | None = None) -> Path:  # fmt: skip
     """``verify --url``: run the answer's own (primary) command against the server at ``url`` that is already
     up, the result into ``result_dir``; returns the result file. DependencyError without the program,
-    ProbeError when the run fails (server down, timeout, vLLM's error): its last line, nothing stored."""
-    import shutil
+    ProbeError when the run fails (server down, timeout, vLLM's error): its last line, nothing stored.
+    ``api_key``: the key the server requires, sent as vLLM's client reads it (``OPENAI_API_KEY``)."""
     import subprocess
     from urllib.parse import urlparse
 
-    from advisor.errors import DependencyError, ProbeError
+    from advisor.errors import ProbeError
 
     u = urlparse(url)
     if u.scheme not in ("http", "https") or not u.hostname or any(c.isspace() for c in url):
         raise UsageError(f"--url {_say(url)}: give the server's base URL, e.g. http://127.0.0.1:8000")
-    exe = shutil.which(vllm_bin)
-    if exe is None:
-        raise DependencyError(f"--vllm-bin {_say(vllm_bin)}: not found; install vLLM (its `vllm bench serve` runs the benchmark) or name the program")
+    exe = bench_program(vllm_bin)
     cmd = next(c for c in bench["commands"] if c.get("primary"))
     argv = list(cmd["argv"][1:])
     for flag, value in (("--base-url", url.rstrip("/")), ("--result-dir", str(result_dir))):
@@ -290,7 +384,7 @@ def run_bench(bench: dict, url: str, *, vllm_bin: str = "vllm", result_dir: Path
     result.unlink(missing_ok=True)
     try:
         proc = subprocess.run([exe, *argv, *(extra or [])], capture_output=True, text=True, timeout=timeout_s,
-                              stdin=subprocess.DEVNULL)  # fmt: skip
+                              stdin=subprocess.DEVNULL, env={**os.environ, "OPENAI_API_KEY": api_key} if api_key else None)  # fmt: skip
     except subprocess.TimeoutExpired:
         raise ProbeError(f"vllm bench serve against {_say(url)} ran past --timeout {timeout_s:g} s; nothing compared") from None
     except OSError as exc:
