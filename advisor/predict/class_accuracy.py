@@ -4,7 +4,7 @@
 ``advisor calibrate rebuild class_accuracy`` (the lab: advisor.calibrate.gpu_steps.evaluate); nothing here is
 typed in. Two things read it at run time:
 
-- the printed plain-step band note (advisor.plan.layout_wiring): the median and largest |ln(pred/meas)| of
+- the printed plain-step band note (advisor.report.text.band_note): the median and largest |ln(pred/meas)| of
   the plain decode step for this class on this GPU, or "not measured" where the grid has no such row;
 - the speculative prediction (advisor.plan.predictor): a class whose verification-step cost R is biased
   beyond the policy's ``class_bias_goal`` out of sample (held out by model) has its gain interval widened by
