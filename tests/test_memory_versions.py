@@ -46,3 +46,15 @@ def test_recommend_plans_memory_for_the_chosen_version(run_cli):
     assert outs["0.26"]["vllm"]["version"] == "0.26" and outs["0.32"]["vllm"]["version"] == "0.32"
     assert outs["0.26"]["host"]["vllm_version"] == "0.26"
     assert outs["0.26"]["memory"]["kv_cache_tokens"] != outs["0.32"]["memory"]["kv_cache_tokens"]
+
+
+def test_each_line_plans_its_own_kv_block_size():
+    """vLLM 0.34 raised CacheConfig.DEFAULT_BLOCK_SIZE to 64 (vllm/config/cache.py:185) and FLASH_ATTN, which accepts
+    any multiple of 16 (flash_attn.py get_supported_kernel_block_sizes), keeps it (platforms/interface.py
+    _preferred_block_size_for_backends): the plan counts whole 64-token blocks there, 16-token blocks before."""
+    p = load_profile("meta-llama/Llama-3.1-8B-Instruct")
+    d = Decision(tensor_parallel_size=1, gpu_memory_utilization=0.85, max_model_len=16384)
+    for version, size in (("0.32", 16), ("0.33", 16), ("0.34", 64)):
+        plan = plan_memory(p, get_gpu("H100"), d, num_gpus=1, vllm_version=version)
+        assert facts(version).block_size == size and plan.inputs["block_size"] == size
+        assert plan.kv_cache_tokens == plan.num_gpu_blocks * size

@@ -17,6 +17,7 @@ from advisor.domain.decision import Decision
 from advisor.domain.memory import Alternative, MemoryPlan, PlanSummary
 from advisor.rules.policy import load_policy
 from advisor.vllm_facts import DEFAULT_VERSION
+from advisor.vllm_facts import facts as facts_of
 
 # What the alternative search tries (the ladders, the gmu ceiling, the TP sizes) is policy: rules/policy/decider.yaml
 # boot_k_ladder, boot_seqs_ladder, boot_gmu_ladder, boot_max_gmu, boot_len_ladder and tp_ladder.
@@ -106,10 +107,12 @@ def _quick(profile: ModelProfile, gpu: GpuSpec, d: Decision, num_gpus: int, bloc
 
 
 def boot_verdict(profile: ModelProfile, gpu: GpuSpec, d: Decision, num_gpus: int, *,
-                 block_size: int = t.DEFAULT_BLOCK_SIZE, build: str = "release",
+                 block_size: int | None = None, build: str = "release",
                  vllm_version: str = DEFAULT_VERSION) -> tuple[bool, int, str]:
     """(boots, KV tokens, reason) of ``d``: the planner's arithmetic without its alternative search or
-    minimum-GPU scan (one call per candidate of the layout search)."""
+    minimum-GPU scan (one call per candidate of the layout search). ``block_size``: the line's default
+    (advisor.vllm_facts ``block_size``) unless given."""
+    block_size = block_size or facts_of(vllm_version).block_size
     c = _core(profile, gpu, d, block_size, build, vllm_version)
     ok, why = _boots(c, gpu, d.gpu_memory_utilization, num_gpus)
     return ok, c["blocks"] * block_size if ok else 0, why
@@ -155,7 +158,7 @@ def _other_quant_hint(profile: ModelProfile, gpu: GpuSpec, d: Decision, num_gpus
 
 
 def plan_memory(profile: ModelProfile, gpu: GpuSpec, decision: Decision, *, num_gpus: int | None = None,
-                block_size: int = t.DEFAULT_BLOCK_SIZE, search: bool = True, build: str = "release",
+                block_size: int | None = None, search: bool = True, build: str = "release",
                 fixed: frozenset[str] = frozenset(), vllm_version: str = DEFAULT_VERSION) -> MemoryPlan:
     """Predict vLLM's start-up memory per GPU for ``decision`` on ``num_gpus`` x ``gpu``.
 
@@ -165,6 +168,7 @@ def plan_memory(profile: ModelProfile, gpu: GpuSpec, decision: Decision, *, num_
     which adds the FITTED K-dependent term; used to reproduce the seed's boot outcomes).
     """
     num_gpus = num_gpus or decision.tensor_parallel_size
+    block_size = block_size or facts_of(vllm_version).block_size  # 16 to 0.33, 64 from 0.34 (FLASH_ATTN keeps it)
     c = _core(profile, gpu, decision, block_size, build, vllm_version)
     ok, why = _boots(c, gpu, decision.gpu_memory_utilization, num_gpus)
     terms = _terms(c)
@@ -256,12 +260,13 @@ def _candidates(profile: ModelProfile, gpu: GpuSpec, d: Decision, num_gpus: int,
 
 
 def nearest_bootable(profile: ModelProfile, gpu: GpuSpec, decision: Decision, *, num_gpus: int,
-                     block_size: int = t.DEFAULT_BLOCK_SIZE, build: str = "release",
+                     block_size: int | None = None, build: str = "release",
                      fixed: frozenset[str] = frozenset(), vllm_version: str = DEFAULT_VERSION) -> Alternative | None:
     """The first single change that boots, in this order (the policy table's ladders, rules/policy/decider.yaml):
     lower K (suffix kept: down ``boot_k_ladder``), lower max_num_seqs, higher gmu (<= ``boot_max_gmu``), lower
     max_model_len, higher TP (<= num_gpus), and as a last resort speculation off. Fields named in ``fixed`` (the user's explicit flags) are never
     changed. None when the decision already boots or nothing single does."""
+    block_size = block_size or facts_of(vllm_version).block_size
     if _quick(profile, gpu, decision, num_gpus, block_size, build, vllm_version).boots:
         return None
     for cand, field, change, why in _candidates(profile, gpu, decision, num_gpus, vllm_version):
