@@ -69,7 +69,6 @@ def probe_cmd(
     Every finished configuration is written to the probe store at once; rerunning the same command
     skips what is done. A configuration that does not boot is recorded as such and the campaign goes on.
     """
-    import shlex
 
     from pydantic import ValidationError
 
@@ -94,14 +93,9 @@ def probe_cmd(
     except ValidationError as exc:
         first = exc.errors()[0]
         raise UsageError(f"{'.'.join(map(str, first['loc']))}: {first['msg']}") from None
-    try:
-        extra = shlex.split(extra_args)
-    except ValueError as exc:
-        raise UsageError(f"--extra-args: {exc}") from None
-    if dummy_weights:
-        from advisor.probe.campaign import with_dummy_weights
+    from advisor.probe.campaign import server_extra_args
 
-        extra = with_dummy_weights(extra)
+    extra = server_extra_args(extra_args, dummy_weights)
     parsed = parse_configs(configs)
     if any(c.method == "mtp" for c in parsed):
         _check_mtp_layers(model)

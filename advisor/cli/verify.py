@@ -61,7 +61,9 @@ def verify_cmd(
                          "a server that is up) or --boot (start one here and run it), one of them")  # fmt: skip
     if not boot and (extra_args or boot_timeout is not None):
         raise UsageError(f"{'--extra-args' if extra_args else '--boot-timeout'} is for the server --boot starts: add --boot, or drop it")
-    extra = _extra_args(extra_args, dummy_weights) if boot else []
+    from advisor.probe.campaign import server_extra_args
+
+    extra = server_extra_args(extra_args, dummy_weights) if boot else []
     bench, decision, version = _answer(model, prediction, opts, boot)
     booted = None
     if url is not None:
@@ -95,21 +97,6 @@ def verify_cmd(
                      if stored["not_for_correction"] else ""), file=sys.stderr)  # fmt: skip
     if verdict["sla_missed"]:
         raise typer.Exit(SlaMissedError.exit_code)
-
-
-def _extra_args(text: str, dummy_weights: bool) -> list[str]:
-    """--extra-args as argv (as probe splits it), with --load-format dummy for --dummy-weights."""
-    import shlex
-
-    try:
-        extra = shlex.split(text)
-    except ValueError as exc:
-        raise UsageError(f"--extra-args: {exc}") from None
-    if dummy_weights:
-        from advisor.probe.campaign import with_dummy_weights
-
-        extra = with_dummy_weights(extra)
-    return extra
 
 
 def _answer(model: str | None, prediction: Path | None, opts, boot: bool):

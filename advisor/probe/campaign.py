@@ -98,6 +98,19 @@ def with_dummy_weights(extra: list[str]) -> list[str]:
     return extra if given is not None else [*extra, "--load-format", "dummy"]
 
 
+def server_extra_args(text: str, dummy_weights: bool) -> list[str]:
+    """``--extra-args`` (one shell-quoted string of server flags) as argv, with vLLM's ``--load-format dummy`` for
+    ``--dummy-weights`` (:func:`with_dummy_weights`): how ``advisor probe`` and ``advisor verify --boot`` read them;
+    UsageError on unbalanced quotes."""
+    import shlex
+
+    try:
+        extra = shlex.split(text)
+    except ValueError as exc:
+        raise UsageError(f"--extra-args: {exc}") from None
+    return with_dummy_weights(extra) if dummy_weights else extra
+
+
 class CampaignResult(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
