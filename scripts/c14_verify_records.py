@@ -79,7 +79,9 @@ def build(folder: Path = CAMPAIGN) -> str:
                   "weights_dtype": dtype_key(profile.weights_dtype), "method": "none", "gpu": "H100", "gpus": 1,
                   "tensor_parallel_size": d["tensor_parallel_size"], "data_parallel_size": d["data_parallel_size"],
                   "vllm_version": pre["vllm"], "step_correction": 1.0, "running_per_replica": f["running_per_replica"],
-                  "context_tokens": a["prompt_len"] + a["output_len"] / 2, "advisor_version": f"git {a['advisor_commit']}"}  # fmt: skip
+                  "context_tokens": a["prompt_len"] + a["output_len"] / 2, "max_num_seqs": d["max_num_seqs"],
+                  "max_num_batched_tokens": d["max_num_batched_tokens"], "kv_cache_dtype": d["kv_cache_dtype"],
+                  "kv_cache_tokens": f["kv_cache_tokens"], "advisor_version": f"git {a['advisor_commit']}"}  # fmt: skip
         bench = benchmark_of_figures(model=a["model"], concurrency=a["concurrency"], prompt_len=a["prompt_len"],
                                      output_len=a["output_len"], predicted=predicted,
                                      sla={**a["sla"], "claimed": a["sla_met_predicted"]}, answer=answer)  # fmt: skip

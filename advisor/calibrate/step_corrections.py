@@ -254,32 +254,70 @@ def first_pass(records: list[VerifyRecord]) -> dict:
             for cls, figs in sorted(by.items())}  # fmt: skip
 
 
+def closed_loop_now(r: VerifyRecord) -> dict[str, float] | None:
+    """The run's figures (``TPOT ms``, ``TTFT ms``, ``output tok/s``: means, as the closed loop reports them) as the
+    physics predicts them now, no correction, at the run's own load: the closed loop of ``vllm bench serve
+    --max-concurrency C`` (advisor.plan.layout.closed_loop_run) with the answer's batch limits and KV cache and the
+    run's own prompt count; None for another pattern or a record without those fields (an older answer)."""
+    if (r.pattern != "closed" or not r.max_concurrency or r.running_per_replica is None or r.max_num_seqs is None
+            or r.max_num_batched_tokens is None or r.kv_cache_tokens is None or not r.prompt_len or not r.output_len
+            or not r.gpu or (r.data_parallel_size or 1) != 1):  # fmt: skip
+        return None
+    from advisor.errors import AdvisorError
+    from advisor.hardware.gpus import get_gpu
+    from advisor.model.load import load_profile
+    from advisor.plan.layout import closed_loop_run, kv_fp8_profile
+    from advisor.predict.absolute import ReplicaLayout
+
+    try:
+        p, gpu = load_profile(r.model), get_gpu(r.gpu)
+    except AdvisorError:
+        return None
+    p = kv_fp8_profile(p) if r.kv_cache_dtype == "fp8" else p
+    run = closed_loop_run(p, gpu, ReplicaLayout(tp=r.tensor_parallel_size or 1), prompt_len=r.prompt_len,
+                          output_len=r.output_len, concurrency=r.max_concurrency, num_prompts=r.completed,
+                          max_num_seqs=r.max_num_seqs, max_num_batched_tokens=r.max_num_batched_tokens,
+                          kv_cache_tokens=r.kv_cache_tokens)  # fmt: skip
+    return {"TPOT ms": run.mean_tpot_ms, "TTFT ms": run.mean_ttft_ms, "output tok/s": run.output_tok_s}
+
+
 def physics_now(records: list[VerifyRecord]) -> dict:
-    """The decode step's ln(measured median ITL / the step the physics predicts now, no correction) by class and dtype,
-    beside the same against the answer as printed (``first_pass``): what the physics changes since the answers were
-    made did to those runs (the MoE kernel cost, 7cc65ef, for campaign 14). In sample for any correction fitted on
-    them, out of sample for a physics term fitted elsewhere; records without the answer's running sequences and
-    context are left out and counted."""
-    by: dict[str, list[tuple[float, float]]] = defaultdict(list)
+    """Each figure's ln(measured / the physics now, no correction) by class and dtype, beside the same against the
+    answer as printed: the decode step re-predicted for the answer's running sequences and context
+    (:func:`predicted_now`), TPOT, TTFT and output tok/s from the closed loop replayed at the run's own load
+    (:func:`closed_loop_now`). What the model's changes since the answers were made did to those runs (for campaign
+    14: the closed-loop simulation, which its answers predate, and the MoE kernel cost, 7cc65ef): in sample for any
+    correction fitted on them, out of sample for a physics term fitted elsewhere. Records without the answer's shape
+    are left out and counted."""
+    by: dict[str, dict[str, list[tuple[float, float]]]] = defaultdict(lambda: defaultdict(list))
     models: dict[str, set] = defaultdict(set)
     missing = 0
     for r in records:
-        sp = r.step_point()
-        if sp is None or not r.gpu or not r.host_gpu or r.gpu.lower() != r.host_gpu.lower():
+        if not r.gpu or not r.host_gpu or r.gpu.lower() != r.host_gpu.lower():
             continue
-        now = predicted_now(r)
-        if now is None:
+        now = dict(closed_loop_now(r) or {})
+        step = predicted_now(r)
+        if step is not None:
+            now["decode step ms"] = step
+        if not now:
             missing += 1
             continue
         cls = f"{r.arch_class or 'unknown'} {r.weights_dtype or '?'}"
         models[cls].add(r.model)
-        by[cls].append((math.log(sp[1] / now), math.log(sp[1] / sp[0])))
-    return {"by_class": {cls: {"models": sorted(models[cls]), "runs": len(v),
-                               "median_log_now": _median([a for a, _ in v]), "median_abs_log_now": _median([abs(a) for a, _ in v]),
-                               "median_log_as_printed": _median([b for _, b in v]),
-                               "median_abs_log_as_printed": _median([abs(b) for _, b in v])}
-                         for cls, v in sorted(by.items())},
-            "records_without_shape": missing}  # fmt: skip
+        for fig, value in now.items():
+            row = r.row(fig)
+            if row is None or not value:
+                continue
+            printed = r.log_error(fig)  # ln(measured / predicted), as first_pass reports it
+            if printed is not None:
+                by[cls][fig].append((math.log(row.measured / value), printed))
+    out = {}
+    for cls, figs in sorted(by.items()):
+        out[cls] = {"models": sorted(models[cls]), "figures": {
+            fig: {"runs": len(v), "median_log_now": _median([a for a, _ in v]), "median_abs_log_now": _median([abs(a) for a, _ in v]),
+                  "median_log_as_printed": _median([b for _, b in v]), "median_abs_log_as_printed": _median([abs(b) for _, b in v])}
+            for fig, v in sorted(figs.items())}}  # fmt: skip
+    return {"by_class": out, "records_without_shape": missing}
 
 
 def user_section(user_records: list[VerifyRecord]) -> dict:
@@ -301,7 +339,7 @@ def evaluate(calibration_dir: Path) -> dict:
     rows, bad = fit(pts, "; ".join(files))
     shipped = (calibration_dir / TABLE).read_text(encoding="utf-8") if (calibration_dir / TABLE).is_file() else ""
     res = {"available": bool(records), "sources": files, "records": len(records), "step_points": len(pts),
-           "left_out": skipped + left + bad, "first_pass": first_pass(records), "decode_step_physics_now": physics_now(records),
+           "left_out": skipped + left + bad, "first_pass": first_pass(records), "physics_now": physics_now(records),
            "corrections": [r.model_dump() for r in rows], "shipped_matches_fit": shipped == render_rows(rows),
            "leave_one_model_out": leave_one_model_out(pts, "; ".join(files)),
            "baseline": "no correction: the physics' predicted step as the answer printed it"}  # fmt: skip

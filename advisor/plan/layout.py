@@ -497,14 +497,38 @@ def schedule_graph_cost(p: ModelProfile, vf) -> float:
     return sc.launch_time(p, "piecewise") - sc.launch_time(p, "full")
 
 
+def closed_loop_run(p: ModelProfile, gpu: GpuSpec, lay: ReplicaLayout, *, prompt_len: int, output_len: int,
+                    concurrency: int, num_prompts: int, max_num_seqs: int, max_num_batched_tokens: int, kv_cache_tokens: int,
+                    gain: float = 1.0, tokens_per_seq: float = 1.0, step_scale: float = 1.0, prefill_scale: float = 1.0):
+    """One replica's closed loop at ``concurrency`` (advisor.predict.closed_loop.simulate) with the decode step and
+    prefill of ``p`` on ``lay`` (``p`` already the KV-dtype profile), each scaled by its band end: what
+    :func:`closed_loop_figures` plays three times and the lab replays at a verify run's own load."""
+    from advisor.predict.absolute import decode_step, prefill_marginal
+    from advisor.predict.closed_loop import simulate
+
+    context = prompt_len + output_len / 2
+    cp = prefill_marginal(p, gpu, lay, prompt_len) / prompt_len
+    steps: dict[int, float] = {}
+
+    def step_of(n: int) -> float:
+        if n not in steps:
+            steps[n] = decode_step(p, gpu, lay, n, context)[0]
+        return steps[n] * step_scale
+
+    return simulate(step_of, prefill_token_s=cp * prefill_scale, prompt_len=prompt_len, output_len=output_len,
+                    concurrency=concurrency, num_prompts=num_prompts, max_num_seqs=max_num_seqs,
+                    max_num_batched_tokens=max_num_batched_tokens, kv_slots=max(1, kv_cache_tokens // (prompt_len + output_len)),
+                    gain=gain, tokens_per_seq=tokens_per_seq)  # fmt: skip
+
+
 def closed_loop_figures(p: ModelProfile, gpu: GpuSpec, c: Candidate, query: LayoutQuery, concurrency: int,
                         vllm_version: str | None = None) -> dict | None:  # fmt: skip
     """What ``vllm bench serve --max-concurrency C`` (the closed loop the emitted benchmark runs, fixed lengths)
     measures on candidate ``c``: the step-by-step simulation of vLLM's scheduler (advisor.predict.closed_loop) at
     mid, fast and slow ends (step ±STEP_BAND, prefill ±PREFILL_BAND, the gain's interval), per replica at
     ceil(C / DP), host tok/s over the busy replicas. None for a multi-node (PP) replica or no figures."""
-    from advisor.predict.absolute import PREFILL_BAND, STEP_BAND, decode_step, prefill_marginal
-    from advisor.predict.closed_loop import MAX_SIMULATED_IN_FLIGHT, bench_prompts, simulate
+    from advisor.predict.absolute import PREFILL_BAND, STEP_BAND
+    from advisor.predict.closed_loop import MAX_SIMULATED_IN_FLIGHT, bench_prompts
     from advisor.predict.serving import busy_replicas
 
     if c.figures is None or c.pipeline or concurrency < 1 or -(-concurrency // c.layout.dp) > MAX_SIMULATED_IN_FLIGHT:
@@ -514,25 +538,17 @@ def closed_loop_figures(p: ModelProfile, gpu: GpuSpec, c: Candidate, query: Layo
     P, out_len = query.prompt_len, query.output_len
     tokens_default, seqs_default = batch_defaults(gpu, vllm_version) if vllm_version else batch_defaults(gpu)
     per = -(-concurrency // lay.dp)
-    context = P + out_len / 2
-    cp = prefill_marginal(pk, gpu, lay, P) / P
-    steps: dict[int, float] = {}
-
-    def step_of(n: int) -> float:
-        if n not in steps:
-            steps[n] = decode_step(pk, gpu, lay, n, context)[0]
-        return steps[n]
-
     g = c.figures.gain
     q = _methods.get(c.method).tokens_per_seq(c.k or 1, facts_of(vllm_version))
     ends = {"mid": (1.0, 1.0, g.value if g else 1.0), "fast": (1 - STEP_BAND, 1 - PREFILL_BAND, g.high if g else 1.0),
             "slow": (1 + STEP_BAND, 1 + PREFILL_BAND, g.low if g else 1.0)}  # fmt: skip
     runs = {}
     for name, (fs, fp, gg) in ends.items():
-        runs[name] = simulate(lambda n, fs=fs: step_of(n) * fs, prefill_token_s=cp * fp, prompt_len=P, output_len=out_len,
-                              concurrency=per, num_prompts=bench_prompts(per), max_num_seqs=c.max_num_seqs or seqs_default,
-                              max_num_batched_tokens=c.max_num_batched_tokens or tokens_default,
-                              kv_slots=max(1, c.kv_cache_tokens // (P + out_len)), gain=gg, tokens_per_seq=q)  # fmt: skip
+        runs[name] = closed_loop_run(pk, gpu, lay, prompt_len=P, output_len=out_len, concurrency=per,
+                                     num_prompts=bench_prompts(per), max_num_seqs=c.max_num_seqs or seqs_default,
+                                     max_num_batched_tokens=c.max_num_batched_tokens or tokens_default,
+                                     kv_cache_tokens=c.kv_cache_tokens, gain=gg, tokens_per_seq=q, step_scale=fs,
+                                     prefill_scale=fp)  # fmt: skip
     busy = busy_replicas(concurrency, lay.dp)
     band = lambda key, scale=1.0, d=1: {"value": round(getattr(runs["mid"], key) * scale, d),  # noqa: E731
                                         "low": round(getattr(runs["fast" if key != "output_tok_s" else "slow"], key) * scale, d),

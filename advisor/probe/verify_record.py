@@ -130,6 +130,14 @@ class VerifyRecord(BaseModel):
     field): with ``context_tokens`` the lab re-predicts the step with the physics as it is now."""
     context_tokens: float | None = Field(default=None, ge=0)
     """Mean context of those sequences in the answer's decode step (prompt + half the output)."""
+    max_num_seqs: int | None = Field(default=None, ge=1, le=1_000_000)
+    """The answer's max_num_seqs (with the next three: the closed loop the lab replays at the run's own load)."""
+    max_num_batched_tokens: int | None = Field(default=None, ge=1, le=10_000_000)
+    """The answer's max_num_batched_tokens."""
+    kv_cache_dtype: str | None = None
+    """The answer's --kv-cache-dtype (``auto`` or ``fp8``)."""
+    kv_cache_tokens: int | None = Field(default=None, ge=0)
+    """The KV cache the answer's memory plan predicted (tokens per GPU)."""
     advisor_version: str | None = None
     warnings: list[str] = Field(default_factory=list)
 
@@ -246,6 +254,8 @@ def _record_of(verdict: dict, bench: dict, host: dict, *, weights: str, vllm_ver
         sla_max_ttft_ms=sla.get("max_ttft_ms"), sla_claimed=verdict["sla_claimed"], sla_met=verdict["sla_met"],
         sla_missed=verdict["sla_missed"], step_correction=answer.get("step_correction") or 1.0,
         running_per_replica=answer.get("running_per_replica"), context_tokens=answer.get("context_tokens"),
+        max_num_seqs=answer.get("max_num_seqs"), max_num_batched_tokens=answer.get("max_num_batched_tokens"),
+        kv_cache_dtype=answer.get("kv_cache_dtype"), kv_cache_tokens=answer.get("kv_cache_tokens"),
         advisor_version=answer.get("advisor_version"), warnings=verdict["warnings"],
     )  # fmt: skip
 

@@ -195,7 +195,8 @@ def _assemble(points: list[BenchPoint], answered: Pattern, predicted: dict, sla:
 def answer_facts(rec) -> dict:
     """What ``advisor verify`` stores beside the figures: the model's class and weights, the method, the layout, the
     GPU and vLLM line the answer is for, the measured step correction its decode step carries (1: none), and the
-    running sequences and context that step was predicted for (so the lab can re-predict it with later physics)."""
+    running sequences, context, batch limits and KV cache that step and the closed loop were predicted with (so the lab
+    can re-predict them with later physics at the run's own load)."""
     from advisor import __version__
     from advisor.predict.step_correction import class_of, dtype_key
 
@@ -210,6 +211,9 @@ def answer_facts(rec) -> dict:
             "step_correction": corr.factor if corr is not None else 1.0,
             "running_per_replica": getattr(pred, "running_per_replica", None) if pred is not None else None,
             "context_tokens": getattr(pred, "context_tokens", None) if pred is not None else None,
+            "max_num_seqs": getattr(d, "max_num_seqs", None), "max_num_batched_tokens": getattr(d, "max_num_batched_tokens", None),
+            "kv_cache_dtype": getattr(d, "kv_cache_dtype", None),
+            "kv_cache_tokens": getattr(getattr(rec, "memory", None), "kv_cache_tokens", None),
             "advisor_version": __version__}  # fmt: skip
 
 
