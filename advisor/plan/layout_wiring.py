@@ -99,6 +99,18 @@ def operating_point_trace(c: Candidate, query: LayoutQuery, host: HostContext) -
     return lines, offered
 
 
+def spread_note(query: LayoutQuery) -> str:
+    """The figure note of --length-spread: which figures see the drawn lengths and which the means."""
+    from advisor.predict.closed_loop import spread_range
+
+    r = query.length_spread
+    (pl, ph), (ol, oh) = spread_range(query.prompt_len, r), spread_range(query.output_len, r, output=True)
+    return (f"lengths spread ±{r * 100:g}% (--length-spread {r:g}; vllm bench serve --random-range-ratio {r:g}: prompts {pl}-{ph}, "
+            f"outputs {ol}-{oh} tokens, uniform): the closed loop is played request by request with the lengths the "
+            f"benchmark draws; throughput, TPOT and the Poisson-arrival TTFT are at the mean lengths ({query.prompt_len} "
+            f"in / {query.output_len} out)")
+
+
 def absolute_prediction(c: Candidate, query: LayoutQuery) -> dict:
     f = c.figures
     out = {
@@ -115,6 +127,8 @@ def absolute_prediction(c: Candidate, query: LayoutQuery) -> dict:
         "spec_schedule": c.spec_schedule, "schedule_reason": c.schedule_reason,
         "judged_on": query.judged_on if (query.max_tpot_ms or query.max_ttft_ms) else None,
     }  # fmt: skip
+    if query.length_spread:
+        out["figure_notes"] = [*(f.notes or []), spread_note(query)]
     if query.operating_point:
         out["gpus_used"] = c.layout.gpus
     from advisor.predict.serving import LoadedFigures
