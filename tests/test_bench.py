@@ -534,7 +534,7 @@ def test_verify_matches_the_runs_length_spread(answer):
     v = compare(recorded, fixed)
     assert not v["load_matched"] and "spread with --random-range-ratio 0.5 (recorded); the answer's benchmark has fixed lengths" in v["warnings"][0]
     ins, outs = spread_lengths(1024, 512, 0.5, 1920)
-    detailed = {**res, "input_lens": ins, "output_lens": outs}
+    detailed = {**res, "input_lens": list(ins), "output_lens": list(outs)}  # as the JSON holds them
     r, how = measured_spread(detailed)
     assert r == pytest.approx(0.5, abs=0.01) and how == "estimated from the run's input_lens"
     assert compare(detailed, spread)["load_matched"] and not compare(detailed, fixed)["load_matched"]

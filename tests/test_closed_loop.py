@@ -110,11 +110,11 @@ def test_spread_lengths_are_vllms_draws():
     assert spread_range(1000, 0.333) == (667, 1333) and spread_range(1, 0.9, output=True) == (1, 2)
     ins, outs = spread_lengths(1024, 512, 0.5, 640)
     rng = np.random.default_rng(0)
-    assert ins == rng.integers(512, 1537, size=640).tolist() and outs == rng.integers(256, 769, size=640).tolist()
+    assert list(ins) == rng.integers(512, 1537, size=640).tolist() and list(outs) == rng.integers(256, 769, size=640).tolist()
     assert min(ins) >= 512 and max(ins) <= 1536 and min(outs) >= 256 and max(outs) <= 768
     assert abs(statistics.fmean(ins) / 1024 - 1) < 0.03 and abs(statistics.fmean(outs) / 512 - 1) < 0.03  # centred: means
     assert spread_lengths(1024, 512, 0.5, 640) == (ins, outs)  # deterministic
-    assert spread_lengths(1024, 512, 0.0, 5) == ([1024] * 5, [512] * 5)
+    assert spread_lengths(1024, 512, 0.0, 5) == ((1024,) * 5, (512,) * 5)
 
 
 def _loop(c: int, lengths=None, P=1024, out=512, M=8192):

@@ -496,7 +496,7 @@ def _judge_closed(pts, query: LayoutQuery, lay, step_of, gain_of, cp: float, kv_
         pt.feasible, pt.why_not = False, why
 
 
-def spread_of(query: LayoutQuery, n: int) -> tuple[list[int], list[int]] | None:
+def spread_of(query: LayoutQuery, n: int) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
     """The ``n`` requests' (prompt, output) lengths the benchmark draws with --length-spread (None: fixed lengths).
     A replica of a DP layout plays the first ``n`` draws: the same distribution as the share the benchmark sends it."""
     if not query.length_spread:

@@ -24,6 +24,7 @@ Figures are what ``vllm bench serve`` reports over all N requests: mean and medi
 
 from __future__ import annotations
 
+import functools
 import math
 import statistics
 from collections import deque
@@ -251,13 +252,14 @@ def spread_range(length: int, ratio: float, *, output: bool = False) -> tuple[in
     return (max(lo, 1), max(hi, 1)) if output else (lo, hi)
 
 
-def spread_lengths(prompt_len: int, output_len: int, ratio: float, n: int, seed: int = SPREAD_SEED) -> tuple[list[int], list[int]]:
+@functools.lru_cache(maxsize=64)
+def spread_lengths(prompt_len: int, output_len: int, ratio: float, n: int, seed: int = SPREAD_SEED) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """(prompt lengths, output lengths) of the ``n`` requests of ``vllm bench serve --dataset-name random
     --random-range-ratio ratio``, in the order it sends them: each an integer drawn uniformly from
     :func:`spread_range` (one ratio for both), prompts first, with the benchmark's generator (vLLM 0.26.0
     vllm/benchmarks/datasets/utils.py:98-99: ``rng.integers(low, high + 1, size=n)``). The range is symmetric
     about the length (floor below, ceil above), so the mean of the draws is ``prompt_len`` / ``output_len``
-    (the n draws' own mean within a few % of it at n >= 200)."""
+    (the n draws' own mean within a few % of it at n >= 200). Cached: the search asks for the same draws per candidate."""
     import numpy as np
 
     in_lo, in_hi = spread_range(prompt_len, ratio)
@@ -265,7 +267,7 @@ def spread_lengths(prompt_len: int, output_len: int, ratio: float, n: int, seed:
     rng = np.random.default_rng(seed)
     ins = rng.integers(in_lo, in_hi + 1, size=n)
     outs = rng.integers(out_lo, out_hi + 1, size=n)
-    return [max(1, int(x)) for x in ins], [int(x) for x in outs]
+    return tuple(max(1, int(x)) for x in ins.tolist()), tuple(outs.tolist())
 
 
 def _simulate_requests(step_of: Callable[[int], float], *, prefill_token_s: float, lengths: tuple[Sequence[int], Sequence[int]],
@@ -295,34 +297,33 @@ def _simulate_requests(step_of: Callable[[int], float], *, prefill_token_s: floa
     waiting: deque[tuple[float, int]] = deque((CLIENT_OVERHEAD_S, i) for i in range(max(0, first)))  # (arrival, request)
     sent = max(0, first)
     prefill: list | None = None  # [arrival, prompt tokens left, request] of the request being prefilled
-    # the decoding requests, in admission order: emitted so far, their O, the count they end at, first-token time
-    em = np.empty(0)
-    olen = np.empty(0)
-    end_at = np.empty(0)
-    first_t = np.empty(0)
+    # the decoding requests, in admission order, the first n of each array: emitted so far, their O, the count they
+    # end at, first-token time
+    size = min(slots, n_total) + 1
+    em, olen, end_at, first_t = np.empty(size), np.empty(size), np.empty(size), np.empty(size)
+    n = 0
     t = 0.0
     steps = 0
     ttfts: list[float] = []
     tpots: list[float] = []
     done = out_tokens = 0
     while done < n_total:
-        n_dec = len(em)
-        in_flight = n_dec + (prefill is not None)
+        in_flight = n + (prefill is not None)
         if not in_flight and not waiting:
             break
         blocked = not waiting or in_flight >= slots or waiting[0][0] > t
         if blocked and prefill is None and in_flight and in_flight * q <= M:
             # a pure decode phase: jump to the step the next request ends in (or the next arrival falls in)
-            left = float((olen - em).min())
+            left = float((olen[:n] - em[:n]).min())
             k = max(1, math.ceil(left / g))
             dt = step_of(in_flight)
             if waiting and in_flight < slots:
                 k = max(1, min(k, math.ceil((waiting[0][0] - t) / dt)))
             t += k * dt
             steps += k
-            em += k * g
+            em[:n] += k * g
         else:
-            dec = min(n_dec, cap)
+            dec = min(n, cap)
             budget = M - dec * q
             pf_tokens = take = 0
             if prefill is not None and budget > 0:
@@ -360,15 +361,12 @@ def _simulate_requests(step_of: Callable[[int], float], *, prefill_token_s: floa
                 started.append(r)
             if partial is not None:
                 prefill = partial
-            if started:  # emitted 1 from this step on; decoding from the next where the budget reaches them
-                o = np.array([outputs[r] for r in started], dtype=float)
-                em = np.concatenate((em, np.ones(len(started))))
-                olen = np.concatenate((olen, o))
-                end_at = np.concatenate((end_at, o - 1e-9))
-                first_t = np.concatenate((first_t, np.full(len(started), t)))
-        fin = em >= end_at
-        if fin.any():
-            for j in np.flatnonzero(fin):
+            for r in started:  # emitted 1 from this step on; decoding from the next where the budget reaches them
+                em[n], olen[n], end_at[n], first_t[n] = 1.0, outputs[r], outputs[r] - 1e-9, t
+                n += 1
+        ended = np.flatnonzero(em[:n] >= end_at[:n])
+        if ended.size:
+            for j in ended.tolist():
                 o = int(olen[j])
                 done += 1
                 out_tokens += o
@@ -377,8 +375,11 @@ def _simulate_requests(step_of: Callable[[int], float], *, prefill_token_s: floa
                 if sent < n_total:
                     waiting.append((t + CLIENT_OVERHEAD_S, sent))
                     sent += 1
-            keep = ~fin
-            em, olen, end_at, first_t = em[keep], olen[keep], end_at[keep], first_t[keep]
+            keep = np.ones(n, dtype=bool)
+            keep[ended] = False
+            m = n - ended.size
+            em[:m], olen[:m], end_at[:m], first_t[:m] = em[:n][keep], olen[:n][keep], end_at[:n][keep], first_t[:n][keep]
+            n = m
     ttfts.sort()
     return ClosedLoopRun(
         requests=done, mean_ttft_ms=round(statistics.fmean(ttfts) * 1e3, 1), median_ttft_ms=round(statistics.median(ttfts) * 1e3, 1),

@@ -130,7 +130,7 @@ def measured_spread(result: dict) -> tuple[float | None, str | None]:
             return float(v), "recorded"
     for key in ("input_lens", "output_lens"):
         lens = result.get(key)
-        if isinstance(lens, list) and len(lens) >= 2 and all(_finite(x) and x > 0 for x in lens):
+        if isinstance(lens, (list, tuple)) and len(lens) >= 2 and all(_finite(x) and x > 0 for x in lens):
             lo, hi = min(lens), max(lens)
             return round((hi - lo) / (hi + lo), 3), f"estimated from the run's {key}"
     return None, None
