@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from advisor.predict.closed_loop import bench_prompts, simulate
+from tests.vllm_helpers.versions import vllm_env  # at import: conftest clears ADVISOR_VLLM_VENV for each test
 
 STEP = 0.010  # a decode step, whatever the batch
 CP = 1e-5  # seconds per prefill token
@@ -151,3 +152,34 @@ def test_a_spread_keeps_throughput_and_tpot_at_the_same_mean_lengths(c, P, out, 
     fixed = _loop(c, None, round(statistics.fmean(L[0])), round(statistics.fmean(L[1])), M)
     assert -0.02 <= spread.mean_tpot_ms / fixed.mean_tpot_ms - 1 <= 0.08
     assert -(r / 10 + 0.04) <= spread.output_tok_s / fixed.output_tok_s - 1 <= 0.02
+
+
+_VLLM_DRAWS = """
+import json, sys
+import numpy as np
+from vllm.benchmarks.datasets.utils import get_sampling_params
+class Tok:  # a tokenizer that adds no special token: vLLM draws around the lengths as given
+    vocab_size = 32000
+    def num_special_tokens_to_add(self):
+        return 0
+out = []
+for P, O, r, n in json.loads(sys.stdin.read()):
+    ins, outs, _ = get_sampling_params(np.random.default_rng(0), n, r, P, O, Tok())
+    out.append([ins.tolist(), outs.tolist()])
+print("@@RESULT@@" + json.dumps(out))
+"""
+
+
+@pytest.mark.vllm
+@pytest.mark.parametrize("version", ["0.26", "0.32"])
+def test_spread_lengths_are_the_draws_of_vllms_own_code(version):
+    """vLLM's own get_sampling_params (vllm/benchmarks/datasets/utils.py) with the benchmark's generator, seed 0."""
+    import json
+    import subprocess
+
+    python, env = vllm_env(version)
+    cases = [(1024, 512, 0.5, 2560), (1000, 7, 0.333, 200), (4000, 200, 0.9, 320)]
+    proc = subprocess.run([str(python), "-c", _VLLM_DRAWS], input=json.dumps(cases), capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    for (P, out, r, n), (ins, outs) in zip(cases, json.loads(proc.stdout.rsplit("@@RESULT@@", 1)[-1])):
+        assert spread_lengths(P, out, r, n) == (tuple(ins), tuple(outs)), (P, out, r, n)

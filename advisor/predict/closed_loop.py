@@ -20,6 +20,10 @@ load, with the step model's costs:
 
 Figures are what ``vllm bench serve`` reports over all N requests: mean and median TTFT, mean TPOT
 ((end − first token) / (O − 1) per request) and output tok/s (N·O over the makespan).
+
+With ``--random-range-ratio`` (recommend's ``--length-spread``) each request has its own prompt and output length
+(:func:`spread_lengths`, the benchmark's own draws); :func:`simulate` then plays the same rules request by request
+(:func:`_simulate_requests`): requests end one by one, so the waves break up after the first.
 """
 
 from __future__ import annotations
