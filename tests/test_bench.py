@@ -59,7 +59,9 @@ def test_poisson_command_and_spread_only_when_given():
     f = _flags(bench_args(p)[2:])
     assert f["--request-rate"] == "5" and f["--burstiness"] == "1" and "--max-concurrency" not in f
     assert f["--random-range-ratio"] == "0.25" and f["--served-model-name"] == "svc" and f["--num-prompts"] == "230"
+    assert _flags(bench_args(p)[2:])["--metadata"] == "random_range_ratio=0.25"  # vLLM's result does not record the flag
     assert "--random-range-ratio" not in bench_args(BenchPoint(model=M, concurrency=8))
+    assert "--metadata" not in bench_args(BenchPoint(model=M, concurrency=8))
     with pytest.raises(ValueError):
         BenchPoint(model=M, concurrency=8, range_ratio=1.0)
     with pytest.raises(ValueError):
@@ -135,6 +137,7 @@ def test_vllms_own_bench_parser_reads_every_flag(version):
         "result_filename": "advisor-closed-c192.json", "base_url": "http://127.0.0.1:8000"}  # fmt: skip
     assert p["request_rate"] == 2.5 and p["burstiness"] == 1.0 and p["max_concurrency"] is None and p["num_prompts"] == 400
     assert float(p["random_range_ratio"]) == 0.3 and p["served_model_name"] == "svc" and p["model"] == "/srv/models/x y"
+    assert p["metadata"] == ["random_range_ratio=0.3"] and c["metadata"] is None  # the spread recorded in the result JSON
 
 
 # --- bench.sh ------------------------------------------------------------------------------------------------
@@ -454,3 +457,87 @@ def test_verify_url_usage(run_cli, answer, tmp_path):
     assert code == 6 and "not found" in err
     code, _, err = run_cli("verify", "--url", "http://127.0.0.1:9", "--result", str(FIXTURE), "--prediction", str(answer))
     assert code == 2 and "one of them" in err
+
+
+# --- --length-spread: vllm bench serve --random-range-ratio ----------------------------------------------------
+
+
+def test_length_spread_reaches_the_benchmark_and_the_closed_loop(run_cli, tmp_path):
+    code, out, err = run_cli("recommend", M, *SLA, "--length-spread", "0.5", "--json")
+    assert code == 0, err
+    rec = json.loads(out)
+    b = rec["benchmark"]
+    (cmd,) = b["commands"]
+    f = _flags(cmd["argv"][3:])
+    assert f["--random-range-ratio"] == "0.5" and f["--metadata"] == "random_range_ratio=0.5"
+    assert f["--random-input-len"] == "1024" and f["--random-output-len"] == "512"  # the means
+    assert b["range_ratio"] == 0.5 and b["length_ranges"] == {"prompt": [512, 1536], "output": [256, 768]}
+    cl = rec["prediction"]["closed_loop"]
+    assert cl["lengths"]["spread"] == 0.5 and cl["lengths"]["prompt_range"] == [512, 1536] and "request by request" in cl["model"]
+    assert cmd["predicted"]["ttft_ms"] == cl["mean_ttft_ms"]
+    assert any(n.startswith("lengths spread ±50% (--random-range-ratio 0.5)") for n in cmd["predicted"]["notes"])
+    assert any(n.startswith("lengths spread ±50% (--length-spread 0.5;") for n in rec["prediction"]["figure_notes"])
+    code, out, err = run_cli("recommend", M, *SLA, "--length-spread", "0.5")
+    assert code == 0, err
+    assert "--random-range-ratio 0.5 --metadata random_range_ratio=0.5" in out
+    assert "lengths spread ±50% (--random-range-ratio 0.5): prompts 512-1536, outputs 256-768 tokens" in out
+    code, out, err = run_cli("recommend", M, "--gpu", "H100", "--gpus", "2", "--request-rate", "5", "--max-tpot-ms", "40",
+                             "--length-spread", "0.25", "--json")  # fmt: skip
+    assert code == 0, err
+    (cmd,) = json.loads(out)["benchmark"]["commands"]
+    assert cmd["pattern"] == "poisson" and _flags(cmd["argv"][3:])["--random-range-ratio"] == "0.25"
+    assert any("these figures are at the mean lengths (1024 in / 512 out)" in n for n in cmd["predicted"]["notes"])
+    code, out, err = run_cli("recommend", M, "--gpu", "H100", "--gpus", "1", "--max-model-len", "2048", "--length-spread", "0.5")
+    assert code == 0, err
+    assert "requests of the longest prompt 1536 + output 768 of --length-spread 0.5 = 2304 tokens exceed --max-model-len 2048" in out
+
+
+def test_render_bench_sh_with_a_spread_is_shellcheck_clean(run_cli, tmp_path):
+    out = tmp_path / "deploy"
+    code, _, err = run_cli("render", M, *SLA, "--length-spread", "0.3", "--out", str(out))
+    assert code == 0, err
+    text = (out / "bench.sh").read_text()
+    assert "--random-range-ratio 0.3 --metadata random_range_ratio=0.3" in text and "lengths spread +/-30% with --random-range-ratio 0.3: prompts 716-1332" in text
+    if shutil.which("shellcheck"):
+        proc = subprocess.run(["shellcheck", "-S", "warning", str(out / "bench.sh")], capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stdout
+
+
+@pytest.mark.parametrize(("args", "msg"), [
+    (("--length-spread", "1"), "--length-spread 1: give R with 0 <= R < 1"),
+    (("--length-spread=-0.1",), "--length-spread -0.1: give R with 0 <= R < 1"),
+    (("--length-spread", "nan"), "--length-spread nan: give R with 0 <= R < 1"),
+    (("--length-spread", "0.6", "--prompt-len", "2"), "the shortest prompt would be floor(2 x 0.4) = 0 tokens"),
+])  # fmt: skip
+def test_length_spread_usage_errors(run_cli, args, msg):
+    code, _, err = run_cli("recommend", M, "--gpu", "H100", "--gpus", "1", *args)
+    assert code == 2 and msg in err, err
+
+
+def test_verify_matches_the_runs_length_spread(answer):
+    """A run with --random-range-ratio matches the answer that asked for it, not one that did not: read from the
+    --metadata the emitted command adds, else from --save-detailed's lengths; a result with neither is matched on
+    its load (vLLM's result JSON records no dataset flag)."""
+    from advisor.predict.closed_loop import spread_lengths
+    from advisor.probe.verify import compare, measured_spread
+
+    fixed = json.loads(answer.read_text())["benchmark"]
+    spread = {**fixed, "range_ratio": 0.5}
+    res = json.loads(FIXTURE.read_text())
+    assert measured_spread(res) == (None, None)
+    v = compare(res, fixed)
+    assert v["load_matched"] and v["warnings"] == []
+    v = compare(res, spread)
+    assert v["load_matched"] and v["warnings"][0].startswith("the result does not say its --random-range-ratio")
+    recorded = {**res, "random_range_ratio": "0.5"}  # --metadata writes strings
+    assert compare(recorded, spread)["load_matched"] and compare(recorded, spread)["warnings"] == []
+    v = compare(recorded, fixed)
+    assert not v["load_matched"] and "spread with --random-range-ratio 0.5 (recorded); the answer's benchmark has fixed lengths" in v["warnings"][0]
+    ins, outs = spread_lengths(1024, 512, 0.5, 1920)
+    detailed = {**res, "input_lens": list(ins), "output_lens": list(outs)}  # as the JSON holds them
+    r, how = measured_spread(detailed)
+    assert r == pytest.approx(0.5, abs=0.01) and how == "estimated from the run's input_lens"
+    assert compare(detailed, spread)["load_matched"] and not compare(detailed, fixed)["load_matched"]
+    flat = {**res, "input_lens": [1024] * 1919 + [1025], "output_lens": [512] * 1920}  # fixed, a token of re-tokenisation
+    assert compare(flat, fixed)["load_matched"] and not compare(flat, spread)["load_matched"]
+    assert measured_spread({**res, "random_range_ratio": '{"input": 0.3, "output": 0.5}'}) == (0.5, "recorded")

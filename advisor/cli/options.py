@@ -54,6 +54,15 @@ MAX_REQUEST_TOKENS = 16_777_216
 (at 3e8 output tokens every figure rounds to zero)."""
 PROMPT_LEN = typer.Option(1024, "--prompt-len", min=1, max=MAX_REQUEST_TOKENS, help="Prompt tokens per request the figures are predicted for.", rich_help_panel="Layout search")
 OUTPUT_LEN = typer.Option(512, "--output-len", min=1, max=MAX_REQUEST_TOKENS, help="Output tokens per request the figures are predicted for.", rich_help_panel="Layout search")
+LENGTH_SPREAD = typer.Option(
+    0.0, "--length-spread", metavar="R",
+    help="Spread the prompt and output lengths as vllm bench serve --random-range-ratio R does: each request's lengths "
+    "drawn uniformly from [L x (1 - R), L x (1 + R)] around --prompt-len and --output-len (their means), one R for both, "
+    "0 <= R < 1 (default 0: every request has the same lengths). The emitted benchmark passes --random-range-ratio R; "
+    "the closed loop is simulated request by request with the drawn lengths (its synchronised waves break up), the "
+    "other figures are at the mean lengths.",
+    rich_help_panel="Layout search",
+)  # fmt: skip
 VLLM_VERSION = typer.Option(
     None, "--vllm-version", metavar="X.Y",
     help=f"vLLM version the flags and files target: {', '.join(_vllm.versions())} (advisor.vllm_facts). "
@@ -71,7 +80,7 @@ SHARED = (
     ("server_cmd", "str", SERVER_CMD), ("ngram_k", "int | None", NGRAM_K), ("ngram_lookup", "str | None", NGRAM_LOOKUP),
     ("request_rate", "float | None", REQUEST_RATE), ("kv_cache_dtype", "str", KV_CACHE_DTYPE),
     ("spec", "str | None", SPEC), ("arrival", "str | None", ARRIVAL), ("draft", "str | None", DRAFT),
-    ("draft_k", "int | None", DRAFT_K),
+    ("draft_k", "int | None", DRAFT_K), ("length_spread", "float", LENGTH_SPREAD),
 )  # fmt: skip
 """The options ``recommend``, ``render`` and ``report`` share: one place to add a flag (name, type, Option)."""
 

@@ -32,7 +32,7 @@ def build_recommendation(model: str, opts, gpus_per_node: int | None = None, **c
     query = layout_query(opts.objective, opts.max_tpot_ms, opts.max_ttft_ms, opts.prompt_len, opts.output_len,
                          opts.ngram_k, opts.ngram_lookup, concurrency_given=concurrency is not None,
                          request_rate=opts.request_rate, kv_cache_dtype=opts.kv_cache_dtype, spec=opts.spec,
-                         arrival=opts.arrival, draft_k=opts.draft_k)  # fmt: skip
+                         arrival=opts.arrival, draft_k=opts.draft_k, length_spread=opts.length_spread)  # fmt: skip
     from advisor.vllm_facts import facts
 
     # Multi-node replicas: priced as TP per node x PP, and only with speculation this vLLM runs under PP.
@@ -156,7 +156,8 @@ def bench_for(rec, opts, **where) -> dict:
     """The ``benchmark`` object (advisor.render.bench): the vllm bench serve command(s) that check this answer."""
     from advisor.render.bench import benchmark
 
-    return benchmark(rec, rate=opts.request_rate, max_tpot_ms=opts.max_tpot_ms, max_ttft_ms=opts.max_ttft_ms, **where)
+    return benchmark(rec, rate=opts.request_rate, max_tpot_ms=opts.max_tpot_ms, max_ttft_ms=opts.max_ttft_ms,
+                     range_ratio=opts.length_spread or None, **where)  # fmt: skip
 
 
 def _print(rec, vllm, first: list[str] = (), bench: dict | None = None) -> None:
@@ -284,7 +285,7 @@ def recommend_cmd(model: str = model_arg(), opts: o.RecommendOptions = None, htm
 def layout_query(objective: str, max_tpot_ms, max_ttft_ms, prompt_len: int, output_len: int,
                  ngram_k: int | None = None, ngram_lookup: str | None = None, *, concurrency_given: bool = True,
                  request_rate: float | None = None, kv_cache_dtype: str = "auto", spec: str | None = None,
-                 arrival: str | None = None, draft_k: int | None = None):  # fmt: skip
+                 arrival: str | None = None, draft_k: int | None = None, length_spread: float = 0.0):  # fmt: skip
     """The layout search's options (advisor.plan.layout.LayoutQuery), checked."""
     from advisor.plan.layout import LayoutQuery
 
@@ -308,10 +309,25 @@ def layout_query(objective: str, max_tpot_ms, max_ttft_ms, prompt_len: int, outp
         raise UsageError(f"--arrival {arrival!r}: choose closed or poisson")
     if arrival == "closed" and request_rate is not None:
         raise UsageError("--arrival closed with --request-rate: a rate is an open loop (Poisson); drop one of them")
+    check_length_spread(length_spread, prompt_len)
     return LayoutQuery(objective=objective, max_tpot_ms=max_tpot_ms, max_ttft_ms=max_ttft_ms, prompt_len=prompt_len,
                        output_len=output_len, ngram_k=ngram_k, ngram_lookup=window, concurrency_given=concurrency_given,
                        request_rate=request_rate, kv_cache_dtype=kv_cache_dtype, spec=spec, arrival=arrival,
-                       draft_k=draft_k)  # fmt: skip
+                       draft_k=draft_k, length_spread=length_spread)  # fmt: skip
+
+
+def check_length_spread(r: float, prompt_len: int) -> None:
+    """--length-spread R as vLLM's benchmark takes --random-range-ratio (0.26.0 vllm/benchmarks/datasets/utils.py:66-69:
+    ``0 <= ratio < 1``; datasets.py:607-617: the shortest prompt, ``floor(len x (1 - ratio))``, at least 1 token)."""
+    import math
+
+    if not 0 <= r < 1:  # NaN fails too
+        raise UsageError(f"--length-spread {r:g}: give R with 0 <= R < 1 (vllm bench serve --random-range-ratio draws "
+                         f"each length from [L x (1 - R), L x (1 + R)] and refuses R >= 1); 0 keeps every length fixed")  # fmt: skip
+    if math.floor(prompt_len * (1 - r)) < 1:
+        raise UsageError(f"--length-spread {r:g} with --prompt-len {prompt_len}: the shortest prompt would be "
+                         f"floor({prompt_len} x {1 - r:g}) = 0 tokens, which vllm bench serve refuses; lower --length-spread "
+                         f"or raise --prompt-len")  # fmt: skip
 
 
 def recommend_maybe_probe(model: str, opts, *, quiet: bool, gpus_per_node: int | None = None):

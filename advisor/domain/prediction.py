@@ -306,9 +306,10 @@ class RecommendedPrediction(Prediction):
     """The arrival pattern --max-tpot-ms / --max-ttft-ms were judged on: ``closed`` (the emitted benchmark's closed
     loop, simulated: ``closed_loop``) or ``poisson`` (the operating-point model's figures above)."""
     closed_loop: dict | None = None
-    """What the emitted closed-loop benchmark (``vllm bench serve --max-concurrency C``, fixed lengths) is predicted
-    to report: mean / median / p99 TTFT, mean TPOT, output tok/s, each with its band (advisor.predict.closed_loop);
-    None for an open loop (--request-rate) or a multi-node replica."""
+    """What the emitted closed-loop benchmark (``vllm bench serve --max-concurrency C``, fixed lengths, or spread
+    with --length-spread: then ``lengths`` says how) is predicted to report: mean / median / p99 TTFT, mean TPOT,
+    output tok/s, each with its band (advisor.predict.closed_loop); None for an open loop (--request-rate) or a
+    multi-node replica."""
     step_ms: Band | None = None
     prefill_ms: Band | None = None
     speculative_gain: Band | None = None

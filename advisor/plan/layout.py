@@ -71,6 +71,10 @@ class LayoutQuery(BaseModel):
     None: the fastest."""
     draft_k: int | None = Field(default=None, ge=1, le=16)
     """--draft-k: num_speculative_tokens of the drafter methods (EAGLE-3, draft model); None: searched."""
+    length_spread: float = Field(default=0.0, ge=0, lt=1)
+    """--length-spread R: each request's prompt and output lengths drawn as ``vllm bench serve --random-range-ratio R``
+    draws them (advisor.predict.closed_loop.spread_lengths; means prompt_len / output_len); 0: fixed lengths. The
+    closed loop is played request by request with them; every other figure is at the mean lengths."""
     arrival: Literal["closed", "poisson"] | None = None
     """--arrival: the load pattern --max-tpot-ms / --max-ttft-ms are judged on (None: what the emitted benchmark runs,
     closed without --request-rate, Poisson with it)."""
@@ -476,7 +480,8 @@ def _judge_closed(pts, query: LayoutQuery, lay, step_of, gain_of, cp: float, kv_
         run = simulate(step_of, prefill_token_s=cp, prompt_len=query.prompt_len, output_len=query.output_len,
                        concurrency=per, num_prompts=bench_prompts(per), max_num_seqs=pt.max_num_seqs,
                        max_num_batched_tokens=pt.max_num_batched_tokens, kv_slots=kv_slots,
-                       gain=g.value if g is not None else 1.0, tokens_per_seq=q_tok)  # fmt: skip
+                       gain=g.value if g is not None else 1.0, tokens_per_seq=q_tok,
+                       lengths=spread_of(query, bench_prompts(per)))  # fmt: skip
         if query.max_tpot_ms and run.mean_tpot_ms > query.max_tpot_ms:
             why = f"closed loop (the benchmark's): mean TPOT {run.mean_tpot_ms:.1f} ms > --max-tpot-ms {query.max_tpot_ms:g}"
         elif query.max_ttft_ms and run.mean_ttft_ms > query.max_ttft_ms:
@@ -484,6 +489,16 @@ def _judge_closed(pts, query: LayoutQuery, lay, step_of, gain_of, cp: float, kv_
         else:
             return
         pt.feasible, pt.why_not = False, why
+
+
+def spread_of(query: LayoutQuery, n: int) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
+    """The ``n`` requests' (prompt, output) lengths the benchmark draws with --length-spread (None: fixed lengths).
+    A replica of a DP layout plays the first ``n`` draws: the same distribution as the share the benchmark sends it."""
+    if not query.length_spread:
+        return None
+    from advisor.predict.closed_loop import spread_lengths
+
+    return spread_lengths(query.prompt_len, query.output_len, query.length_spread, n)
 
 
 def schedule_graph_cost(p: ModelProfile, vf) -> float:
@@ -499,7 +514,8 @@ def schedule_graph_cost(p: ModelProfile, vf) -> float:
 
 def closed_loop_run(p: ModelProfile, gpu: GpuSpec, lay: ReplicaLayout, *, prompt_len: int, output_len: int,
                     concurrency: int, num_prompts: int, max_num_seqs: int, max_num_batched_tokens: int, kv_cache_tokens: int,
-                    gain: float = 1.0, tokens_per_seq: float = 1.0, step_scale: float = 1.0, prefill_scale: float = 1.0):
+                    gain: float = 1.0, tokens_per_seq: float = 1.0, step_scale: float = 1.0, prefill_scale: float = 1.0,
+                    lengths=None):
     """One replica's closed loop at ``concurrency`` (advisor.predict.closed_loop.simulate) with the decode step and
     prefill of ``p`` on ``lay`` (``p`` already the KV-dtype profile), each scaled by its band end: what
     :func:`closed_loop_figures` plays three times and the lab replays at a verify run's own load."""
@@ -518,7 +534,7 @@ def closed_loop_run(p: ModelProfile, gpu: GpuSpec, lay: ReplicaLayout, *, prompt
     return simulate(step_of, prefill_token_s=cp * prefill_scale, prompt_len=prompt_len, output_len=output_len,
                     concurrency=concurrency, num_prompts=num_prompts, max_num_seqs=max_num_seqs,
                     max_num_batched_tokens=max_num_batched_tokens, kv_slots=max(1, kv_cache_tokens // (prompt_len + output_len)),
-                    gain=gain, tokens_per_seq=tokens_per_seq)  # fmt: skip
+                    gain=gain, tokens_per_seq=tokens_per_seq, lengths=lengths)  # fmt: skip
 
 
 def closed_loop_figures(p: ModelProfile, gpu: GpuSpec, c: Candidate, query: LayoutQuery, concurrency: int,
@@ -543,22 +559,37 @@ def closed_loop_figures(p: ModelProfile, gpu: GpuSpec, c: Candidate, query: Layo
     ends = {"mid": (1.0, 1.0, g.value if g else 1.0), "fast": (1 - STEP_BAND, 1 - PREFILL_BAND, g.high if g else 1.0),
             "slow": (1 + STEP_BAND, 1 + PREFILL_BAND, g.low if g else 1.0)}  # fmt: skip
     runs = {}
+    lengths = spread_of(query, bench_prompts(per))
     for name, (fs, fp, gg) in ends.items():
         runs[name] = closed_loop_run(pk, gpu, lay, prompt_len=P, output_len=out_len, concurrency=per,
                                      num_prompts=bench_prompts(per), max_num_seqs=c.max_num_seqs or seqs_default,
                                      max_num_batched_tokens=c.max_num_batched_tokens or tokens_default,
                                      kv_cache_tokens=c.kv_cache_tokens, gain=gg, tokens_per_seq=q, step_scale=fs,
-                                     prefill_scale=fp)  # fmt: skip
+                                     prefill_scale=fp, lengths=lengths)  # fmt: skip
     busy = busy_replicas(concurrency, lay.dp)
     band = lambda key, scale=1.0, d=1: {"value": round(getattr(runs["mid"], key) * scale, d),  # noqa: E731
                                         "low": round(getattr(runs["fast" if key != "output_tok_s" else "slow"], key) * scale, d),
                                         "high": round(getattr(runs["slow" if key != "output_tok_s" else "fast"], key) * scale, d)}  # fmt: skip
-    return {"pattern": "closed", "concurrency": concurrency, "num_prompts": bench_prompts(concurrency),
-            "mean_ttft_ms": band("mean_ttft_ms"), "median_ttft_ms": band("median_ttft_ms"), "p99_ttft_ms": band("p99_ttft_ms"),
-            "mean_tpot_ms": band("mean_tpot_ms", d=2), "output_tok_s": band("output_tok_s", busy, 0),
-            "model": "advisor.predict.closed_loop: vLLM V1's scheduler played step by step over the benchmark's closed loop "
-                     "(all C prompts arrive together; prefills chunked by max_num_batched_tokens; ASSUMED no client or "
-                     "API-server overhead)"}  # fmt: skip
+    out = {"pattern": "closed", "concurrency": concurrency, "num_prompts": bench_prompts(concurrency),
+           "mean_ttft_ms": band("mean_ttft_ms"), "median_ttft_ms": band("median_ttft_ms"), "p99_ttft_ms": band("p99_ttft_ms"),
+           "mean_tpot_ms": band("mean_tpot_ms", d=2), "output_tok_s": band("output_tok_s", busy, 0),
+           "model": "advisor.predict.closed_loop: vLLM V1's scheduler played step by step over the benchmark's closed loop "
+                    "(all C prompts arrive together; prefills chunked by max_num_batched_tokens; ASSUMED no client or "
+                    "API-server overhead)"}  # fmt: skip
+    if lengths is not None:
+        import statistics
+
+        from advisor.predict.closed_loop import spread_range
+
+        r = query.length_spread
+        out["lengths"] = {"spread": r, "prompt_range": list(spread_range(P, r)), "output_range": list(spread_range(out_len, r, output=True)),
+                          "played_mean_prompt_len": round(statistics.fmean(lengths[0]), 1),
+                          "played_mean_output_len": round(statistics.fmean(lengths[1]), 1), "requests_played": len(lengths[0])}  # fmt: skip
+        out["model"] = ("advisor.predict.closed_loop: vLLM V1's scheduler played request by request over the benchmark's "
+                        f"closed loop with lengths spread ±{r * 100:g}% (each request's prompt and output drawn as vllm bench serve "
+                        "--random-range-ratio draws them, seed 0: the waves break up; prefills chunked by "
+                        "max_num_batched_tokens; ASSUMED no client or API-server overhead, KV slots at the mean lengths)")  # fmt: skip
+    return out
 
 
 def facts_of(version: str | None):

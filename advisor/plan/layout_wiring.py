@@ -102,6 +102,18 @@ def operating_point_trace(c: Candidate, query: LayoutQuery, host: HostContext) -
     return lines, offered
 
 
+def spread_note(query: LayoutQuery) -> str:
+    """The figure note of --length-spread: which figures see the drawn lengths and which the means."""
+    from advisor.predict.closed_loop import spread_range
+
+    r = query.length_spread
+    (pl, ph), (ol, oh) = spread_range(query.prompt_len, r), spread_range(query.output_len, r, output=True)
+    return (f"lengths spread ±{r * 100:g}% (--length-spread {r:g}; vllm bench serve --random-range-ratio {r:g}: prompts {pl}-{ph}, "
+            f"outputs {ol}-{oh} tokens, uniform): the closed loop is played request by request with the lengths the "
+            f"benchmark draws; throughput, TPOT and the Poisson-arrival TTFT are at the mean lengths ({query.prompt_len} "
+            f"in / {query.output_len} out)")
+
+
 def layout_figures(c: Candidate, query: LayoutQuery) -> LayoutFigures:
     """The candidate's figures on the whole host (its ``prediction`` in ``--json``): ``gpus_used`` only where an
     operating point was searched, the loaded model's keys only for its figures (advisor.predict.serving.LoadedFigures)."""
@@ -122,7 +134,8 @@ def layout_figures(c: Candidate, query: LayoutQuery) -> LayoutFigures:
         busy_replicas=f.busy_replicas, step_ms=f.step_ms, prefill_ms=f.prefill_ms, speculative_gain=f.gain,
         running_per_replica=f.running_per_replica, waiting_per_replica=f.waiting_per_replica,
         layout=c.layout_label(), method=c.method, objective=query.objective,
-        prompt_len=query.prompt_len, output_len=query.output_len, figure_notes=f.notes,
+        prompt_len=query.prompt_len, output_len=query.output_len,
+        figure_notes=[*(f.notes or []), spread_note(query)] if query.length_spread else f.notes,
         tok_s_per_gpu=round(f.throughput_tok_s.value / c.layout.gpus, 1), tok_s_per_user=round(1000 / f.tpot_ms.value, 1),
         max_num_seqs=c.max_num_seqs, max_num_batched_tokens=c.max_num_batched_tokens,
         spec_schedule=c.spec_schedule, schedule_reason=c.schedule_reason,

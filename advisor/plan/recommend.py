@@ -232,17 +232,22 @@ def _recommend(
         trace.append(f"max_model_len {mml} capped at the model's context {profile.max_context}")
         mml = profile.max_context
     need = query.prompt_len + query.output_len  # every request the figures are for must fit, or vLLM answers HTTP 400
+    longest = f"--prompt-len {query.prompt_len} + --output-len {query.output_len}"
+    if query.length_spread:  # the longest request the benchmark draws
+        from advisor.predict.closed_loop import spread_range
+
+        p_hi, o_hi = spread_range(query.prompt_len, query.length_spread)[1], spread_range(query.output_len, query.length_spread, output=True)[1]
+        need, longest = p_hi + o_hi, f"the longest prompt {p_hi} + output {o_hi} of --length-spread {query.length_spread:g}"
     if need > mml:
         if max_model_len is None and need <= profile.max_context:
-            trace.append(f"max_model_len {mml} (the rules') is below --prompt-len {query.prompt_len} + --output-len "
-                         f"{query.output_len} = {need}: raised to {need}, else vLLM rejects every such request (HTTP 400)")  # fmt: skip
+            trace.append(f"max_model_len {mml} (the rules') is below {longest} = {need}: raised to {need}, else vLLM "
+                         f"rejects every such request (HTTP 400)")  # fmt: skip
             mml = need
         else:
             why = (f"--max-model-len {max_model_len}" if max_model_len is not None else
                    f"the model's context ({profile.max_context})")  # fmt: skip
-            warnings.insert(0, f"requests of --prompt-len {query.prompt_len} + --output-len {query.output_len} = {need} tokens "
-                               f"exceed {why}: vLLM rejects each one (HTTP 400); the figures are for requests that cannot "
-                               f"be served")  # fmt: skip
+            warnings.insert(0, f"requests of {longest} = {need} tokens exceed {why}: vLLM rejects each one (HTTP 400); "
+                               f"the figures are for requests that cannot be served")  # fmt: skip
     base = Decision(
         gpu_memory_utilization=gpu_memory_utilization or fields.get("gpu_memory_utilization")
         or _facts(host.vllm_version).gpu_memory_utilization,

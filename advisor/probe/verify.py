@@ -8,6 +8,12 @@ Field names as vLLM's ``vllm/benchmarks/serve.py`` writes them (``main``'s ``res
 ``--percentile-metrics`` ``mean_<m>_ms``, ``median_<m>_ms``, ``std_<m>_ms``, ``p<P>_<m>_ms`` (P as in
 ``--metric-percentiles``: ``p99_tpot_ms``). ``input_lens`` / ``output_lens`` are kept only with
 ``--save-detailed``, so the lengths are checked from the totals.
+
+The result records no dataset flag (0.26.0 serve.py:2132-2161; 0.32.0 the same), so not ``--random-range-ratio``
+either: the command advisor emits for a spread adds ``--metadata random_range_ratio=R`` (a string in the result,
+serve.py:2141-2145), read here; without it, a ``--save-detailed`` result's per-request prompt lengths tell the spread
+(:func:`measured_spread`); a result with neither is matched on its load alone, with a warning when the answer asked
+for a spread.
 """
 
 from __future__ import annotations
@@ -101,6 +107,36 @@ def measured_load(result: dict) -> dict:
     return out
 
 
+SPREAD_TOLERANCE = 0.05
+"""A run's range ratio further than this from the answer's: another length mix. The estimate from per-request
+lengths, (max - min) / (max + min), reads R x (1 - 2/N) or so from N uniform draws, and 0 (to a token or two of
+re-tokenisation) for fixed lengths."""
+
+
+def measured_spread(result: dict) -> tuple[float | None, str | None]:
+    """(the run's ``--random-range-ratio``, how it is known): recorded under ``--metadata random_range_ratio=R``
+    (a number, or vLLM's ``{"input": a, "output": b}`` form: the larger), else estimated from the prompt lengths
+    ``--save-detailed`` keeps (``input_lens``: the client's count, unaffected by EOS); (None, None) when neither."""
+    from advisor.render.bench import RANGE_RATIO_KEY
+
+    v = result.get(RANGE_RATIO_KEY)
+    if v is not None:
+        try:
+            v = json.loads(v) if isinstance(v, str) else v
+        except json.JSONDecodeError:
+            v = None
+        if isinstance(v, dict):
+            v = max((x for x in v.values() if _finite(x)), default=None)
+        if _finite(v) and 0 <= v < 1:
+            return float(v), "recorded"
+    for key in ("input_lens", "output_lens"):
+        lens = result.get(key)
+        if isinstance(lens, (list, tuple)) and len(lens) >= 2 and all(_finite(x) and x > 0 for x in lens):
+            lo, hi = min(lens), max(lens)
+            return round((hi - lo) / (hi + lo), 3), f"estimated from the run's {key}"
+    return None, None
+
+
 def same_model(a: str, b: str) -> bool:
     """One model named two ways: equal, or the same last path part (a hub id and its local directory)."""
     def last(s: str) -> str:
@@ -114,19 +150,43 @@ def _stat_key(statistic: str, metric: str) -> str:
     return f"{statistic}_{metric}_ms"
 
 
-def _matching_command(bench: dict, load: dict) -> tuple[dict, list[str]]:
-    """The answer's command with the run's pattern and load (else the primary one, with a warning)."""
+def _matching_command(bench: dict, load: dict, result: dict | None = None) -> tuple[dict, list[str], bool]:
+    """(command, warnings, matched): the answer's command with the run's pattern, load and length spread (else the
+    primary one, with a warning, unmatched).
+    The spread: the answer's ``range_ratio`` (absent: fixed lengths) against :func:`measured_spread`; a run that
+    does not record it is matched on its load (with a warning when the answer asked for a spread)."""
     primary = next(c for c in bench["commands"] if c.get("primary"))
+    want_r = bench.get("range_ratio") or 0.0
+    got_r, how = measured_spread(result) if result is not None else (None, None)
+    if got_r is not None and abs(got_r - want_r) > SPREAD_TOLERANCE:
+        return primary, [f"the run's lengths are spread with --random-range-ratio {got_r:g} ({how}); the answer's benchmark "
+                         f"{_spread_words(want_r)}: compared with the {primary['pattern']} prediction anyway, but the "
+                         f"figures are for another length mix"], False  # fmt: skip
+    notes = []
+    if got_r is None and want_r:
+        notes.append(f"the result does not say its --random-range-ratio (vLLM's result JSON leaves the dataset's flags out; "
+                     f"the answer's command records it with --metadata {_range_key()}={want_r:g}, and --save-detailed keeps "
+                     f"the lengths): assumed the run drew its lengths with {want_r:g}, as the answer's benchmark does")  # fmt: skip
     for c in bench["commands"]:
         if c["pattern"] != load["pattern"]:
             continue
         if c["pattern"] == "closed" and c["load"].get("max_concurrency") == load.get("max_concurrency"):
-            return c, []
+            return c, notes, True
         if c["pattern"] == "poisson" and abs(c["load"]["request_rate"] - load["request_rate"]) <= LOAD_TOLERANCE * c["load"]["request_rate"]:
-            return c, []
+            return c, notes, True
     want = ", ".join(_load_words(c["load"], c["pattern"]) for c in bench["commands"])
     return primary, [f"the run offered {_load_words(load, load['pattern'])}; the answer's benchmark is {want}: "
-                     f"compared with the {primary['pattern']} prediction anyway, but the figures are for another load"]  # fmt: skip
+                     f"compared with the {primary['pattern']} prediction anyway, but the figures are for another load", *notes], False  # fmt: skip
+
+
+def _range_key() -> str:
+    from advisor.render.bench import RANGE_RATIO_KEY
+
+    return RANGE_RATIO_KEY
+
+
+def _spread_words(r: float) -> str:
+    return f"draws them with --random-range-ratio {r:g}" if r else "has fixed lengths (no --random-range-ratio)"
 
 
 def _load_words(load: dict, pattern: str) -> str:
@@ -147,8 +207,7 @@ def compare(result: dict, bench: dict, *, statistic: str = "mean", source: str =
         raise DataError(f"{_say(source)}: the run is of model {_say(result['model_id'])}, the prediction is for "
                         f"{_say(bench['model'])}: give the result of this model's benchmark")  # fmt: skip
     load = measured_load(result)
-    cmd, warnings = _matching_command(bench, load)
-    load_matched = not warnings
+    cmd, warnings, load_matched = _matching_command(bench, load, result)
     pred = cmd.get("predicted") or {}
     sla = bench.get("sla") or {}
     stat = "median" if statistic == "p50" and "p50_ttft_ms" not in result else statistic

@@ -34,6 +34,16 @@ TTFT_CLOSED_MODEL_NOTE = (
     "prefills queue in max_num_batched_tokens chunks, so TTFT here is the waves', not the Poisson-arrival TTFT the "
     "operating-point search judged the limits on (ASSUMED no client or API-server overhead)"
 )
+SPREAD_CLOSED_NOTE = (
+    "lengths spread ±{pct:g}% (--random-range-ratio {r:g}): each request's prompt and output drawn as the benchmark draws "
+    "them (seed 0), played request by request, so the closed loop's waves break up"
+)
+SPREAD_MEAN_NOTE = (
+    "lengths spread ±{pct:g}% (--random-range-ratio {r:g}): these figures are at the mean lengths ({p} in / {o} out), "
+    "which the benchmark's draws centre on"
+)
+RANGE_RATIO_KEY = "random_range_ratio"
+"""The ``--metadata`` key the emitted command records its ``--random-range-ratio`` under (advisor.probe.verify)."""
 Pattern = Literal["closed", "poisson"]
 
 
@@ -56,7 +66,10 @@ class BenchPoint(BaseModel):
     prompt_len: int = 1024
     output_len: int = 512
     range_ratio: float | None = Field(None, ge=0, lt=1)
-    """``--random-range-ratio``: lengths drawn from [L x (1 - r), L x (1 + r)]; only when the user gave a spread."""
+    """``--random-range-ratio``: lengths drawn from [L x (1 - r), L x (1 + r)]; only when the user gave a spread
+    (``--length-spread``), then also ``--metadata random_range_ratio=r``: vLLM's result JSON does not record the
+    dataset's flags (0.26.0 vllm/benchmarks/serve.py:2132-2161 writes the run's setup and traffic only; metadata
+    KEY=VALUE pairs go in as strings, serve.py:1641 and 2141-2145), so ``advisor verify`` reads the spread there."""
 
 
 def base_url(host: str, port: int) -> str:
@@ -97,7 +110,7 @@ def bench_args(p: BenchPoint, *, with_location: bool = True) -> list[str]:
         args += ["--base-url", p.base_url]
     args += ["--dataset-name", "random", "--random-input-len", str(p.prompt_len), "--random-output-len", str(p.output_len)]
     if p.range_ratio:
-        args += ["--random-range-ratio", f"{p.range_ratio:g}"]
+        args += ["--random-range-ratio", f"{p.range_ratio:g}", "--metadata", f"{RANGE_RATIO_KEY}={p.range_ratio:g}"]
     args += ["--ignore-eos", "--num-prompts", str(num_prompts(p)), *_load_args(p),
              "--percentile-metrics", PERCENTILE_METRICS, "--metric-percentiles", METRIC_PERCENTILES, "--save-result"]  # fmt: skip
     if with_location:
@@ -159,7 +172,14 @@ def benchmark(rec, *, rate: float | None = None, max_tpot_ms: float | None = Non
         points = [BenchPoint(pattern="closed", concurrency=conc, **common)]
     sla = {"max_tpot_ms": max_tpot_ms, "max_ttft_ms": max_ttft_ms, "statistic": STATISTIC,
            "claimed": bool(rec.sla_met) and (max_tpot_ms is not None or max_ttft_ms is not None)}  # fmt: skip
-    return _assemble(points, answered, {p.pattern: _predicted(pred, p.pattern) for p in points}, sla, answer_facts(rec))
+    predicted = {p.pattern: _predicted(pred, p.pattern) for p in points}
+    if range_ratio:
+        for p in points:
+            fig = predicted[p.pattern]
+            simulated = p.pattern == "closed" and bool(getattr(pred, "closed_loop", None))  # as _predicted decides
+            note = (SPREAD_CLOSED_NOTE if simulated else SPREAD_MEAN_NOTE).format(r=range_ratio, pct=range_ratio * 100, p=prompt_len, o=output_len)
+            fig["notes"] = [*fig.get("notes", []), note]
+    return _assemble(points, answered, predicted, sla, answer_facts(rec))
 
 
 def benchmark_of_figures(*, model: str, concurrency: int, prompt_len: int, output_len: int, predicted: dict,
@@ -185,11 +205,19 @@ def _assemble(points: list[BenchPoint], answered: Pattern, predicted: dict, sla:
                          "result_file": f"{RESULT_DIR}/{result_filename(p)}",
                          "predicted": predicted[p.pattern]})  # fmt: skip
     first = points[0]
-    return {"pattern": answered, "model": first.model, "prompt_len": first.prompt_len, "output_len": first.output_len,
-            "commands": commands, "sla": sla, "answer": answer,
-            "num_prompts_why": f"max({LIFETIMES} x requests in flight, {MIN_PROMPTS}): ten waves of a closed loop "
-                               f"(ramp and drain weigh 2 of 10), about ten request lifetimes of an open one",
-            "verify": f"advisor verify --result {commands[0]['result_file']} --prediction RECOMMEND.json"}  # fmt: skip
+    out = {"pattern": answered, "model": first.model, "prompt_len": first.prompt_len, "output_len": first.output_len,
+           "commands": commands, "sla": sla, "answer": answer,
+           "num_prompts_why": f"max({LIFETIMES} x requests in flight, {MIN_PROMPTS}): ten waves of a closed loop "
+                              f"(ramp and drain weigh 2 of 10), about ten request lifetimes of an open one",
+           "verify": f"advisor verify --result {commands[0]['result_file']} --prediction RECOMMEND.json"}  # fmt: skip
+    if first.range_ratio:
+        from advisor.predict.closed_loop import spread_range
+
+        r = first.range_ratio
+        out["range_ratio"] = r
+        out["length_ranges"] = {"prompt": list(spread_range(first.prompt_len, r)),
+                                "output": list(spread_range(first.output_len, r, output=True))}  # fmt: skip
+    return out
 
 
 def answer_facts(rec) -> dict:
@@ -234,6 +262,10 @@ def text_lines(bench: dict) -> list[str]:
             else f"Poisson arrivals at {primary['load']['request_rate']:g} requests/s")  # fmt: skip
     lines = [f"Check it (vLLM's own benchmark against the server above, {what}, {primary['num_prompts']} prompts):",
              f"  {primary['command']}"]  # fmt: skip
+    if bench.get("range_ratio"):
+        rng = bench["length_ranges"]
+        lines.append(f"  lengths spread ±{bench['range_ratio'] * 100:g}% (--random-range-ratio {bench['range_ratio']:g}): prompts {rng['prompt'][0]}-{rng['prompt'][1]}, "
+                     f"outputs {rng['output'][0]}-{rng['output'][1]} tokens, uniform, means {bench['prompt_len']} / {bench['output_len']}")  # fmt: skip
     f = primary["predicted"]
     figs = []
     for key, name, unit, fmt in (("tpot_ms", "TPOT", " ms", "{:.1f}"), ("ttft_ms", "TTFT", " ms", "{:.0f}"),
@@ -249,10 +281,17 @@ def text_lines(bench: dict) -> list[str]:
         lines.append(f"  SLA {'claimed' if sla['claimed'] else 'NOT met by the answer'}: {', '.join(limits)} (judged on the {sla['statistic']})")
     if primary["pattern"] == "closed":
         simulated = TTFT_CLOSED_MODEL_NOTE in (f.get("notes") or [])
-        lines.append("  note: " + ("the closed loop's waves simulated step by step (advisor.predict.closed_loop; ASSUMED no "
-                                   "client or API-server overhead)" if simulated else
-                                   "TTFT's queueing terms ASSUME Poisson arrivals; a closed loop's synchronised waves can "
-                                   "measure far above it"))  # fmt: skip
+        if simulated and bench.get("range_ratio"):
+            lines.append("  note: the closed loop simulated request by request with the lengths the benchmark draws (seed 0; "
+                         "advisor.predict.closed_loop; ASSUMED no client or API-server overhead)")  # fmt: skip
+        else:
+            lines.append("  note: " + ("the closed loop's waves simulated step by step (advisor.predict.closed_loop; ASSUMED no "
+                                       "client or API-server overhead)" if simulated else
+                                       "TTFT's queueing terms ASSUME Poisson arrivals; a closed loop's synchronised waves can "
+                                       "measure far above it"))  # fmt: skip
+    elif bench.get("range_ratio"):
+        lines.append(f"  note: figures at the mean lengths ({bench['prompt_len']} in / {bench['output_len']} out); the "
+                     f"benchmark's draws centre on them")  # fmt: skip
     lines.append(f"  then: advisor verify --result {primary['result_file']} MODEL [the same options] (or --prediction FILE of recommend --json)")
     return lines
 
@@ -281,6 +320,10 @@ def render_script(bench: dict, target, decision, version: str) -> str:
     primary = next(c for c in bench["commands"] if c["primary"])
     pattern = (f"closed loop, --max-concurrency {primary['load']['max_concurrency']}" if primary["pattern"] == "closed"
                else f"Poisson, --request-rate {primary['load']['request_rate']:g} --burstiness 1")  # fmt: skip
+    if bench.get("range_ratio"):
+        rng = bench["length_ranges"]
+        pattern += (f"; lengths spread +/-{bench['range_ratio'] * 100:g}% with --random-range-ratio {bench['range_ratio']:g}: prompts {rng['prompt'][0]}-"
+                    f"{rng['prompt'][1]}, outputs {rng['output'][0]}-{rng['output'][1]} tokens")  # fmt: skip
     sla = bench["sla"]
     limits = [f"{n} <= {v:g} ms" for n, v in (("TPOT", sla["max_tpot_ms"]), ("TTFT", sla["max_ttft_ms"])) if v is not None]
     sla_text = ("none given" if not limits else ", ".join(limits) + f" on the {sla['statistic']}, "

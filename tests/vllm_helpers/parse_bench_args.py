@@ -18,7 +18,7 @@ os.environ.setdefault("VLLM_TARGET_DEVICE", "cpu")
 
 KEYS = ("model", "served_model_name", "base_url", "dataset_name", "random_input_len", "random_output_len",
         "random_range_ratio", "ignore_eos", "num_prompts", "max_concurrency", "request_rate", "burstiness",
-        "percentile_metrics", "metric_percentiles", "save_result", "result_dir", "result_filename", "tokenizer")  # fmt: skip
+        "percentile_metrics", "metric_percentiles", "save_result", "result_dir", "result_filename", "tokenizer", "metadata")  # fmt: skip
 
 
 def main() -> int:
