@@ -123,4 +123,8 @@ step "ruff (pinned in the test extras; pyproject.toml [tool.ruff])"
 "$PY" -m ruff check advisor tests scripts
 
 step "pytest"
+# The console scripts the test extras install (kubernetes-validate, ...) live beside the interpreter: put them on PATH
+# as an activated venv would (tests find validators with shutil.which).
+PATH="$(cd "$(dirname "$PY")" && pwd):$PATH"
+export PATH
 exec "$PY" -m pytest "$@"
