@@ -51,7 +51,7 @@ def _design(rows: list[dict], gpu: str, dtype: str) -> np.ndarray:
 
     spec = get_gpu(gpu)
     bw = spec.bandwidth_tbs * 1e12
-    peak = (spec.fp8_tflops if dtype == "fp8" else spec.bf16_tflops) * 1e12
+    peak = (spec.fp8_tflops if dtype == "fp8" and spec.fp8_tflops else spec.bf16_tflops) * 1e12  # MoeKernelCost.peak_flops
     out = []
     for r in rows:
         local = r["num_experts"] / r["moe_ep_size"]

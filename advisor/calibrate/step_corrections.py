@@ -94,6 +94,18 @@ def read_jsonl(path: Path) -> tuple[list[VerifyRecord], list[str]]:
     return out, skipped
 
 
+def _profile_gpu(r: VerifyRecord):
+    """(the run's model profile, its GPU spec), or None where either cannot be resolved here."""
+    from advisor.errors import AdvisorError
+    from advisor.hardware.gpus import get_gpu
+    from advisor.model.load import load_profile
+
+    try:
+        return load_profile(r.model), get_gpu(r.gpu)
+    except AdvisorError:
+        return None
+
+
 def predicted_now(r: VerifyRecord) -> float | None:
     """The run's plain decode step in ms as the physics predicts it now, with no correction (the answer's running
     sequences and context on its GPU and TP), or None where the record does not say them (an older answer: its
@@ -101,15 +113,11 @@ def predicted_now(r: VerifyRecord) -> float | None:
     physics change re-predicts the committed runs instead of stacking a factor fitted against the old one."""
     if r.running_per_replica is None or r.context_tokens is None or not r.gpu:
         return None
-    from advisor.errors import AdvisorError
-    from advisor.hardware.gpus import get_gpu
-    from advisor.model.load import load_profile
     from advisor.predict.absolute import ReplicaLayout, decode_step
 
-    try:
-        p, gpu = load_profile(r.model), get_gpu(r.gpu)
-    except AdvisorError:
+    if (pg := _profile_gpu(r)) is None:
         return None
+    p, gpu = pg
     step, _ = decode_step(p, gpu, ReplicaLayout(tp=r.tensor_parallel_size or 1), r.running_per_replica, r.context_tokens)
     return step * 1e3
 
@@ -263,16 +271,12 @@ def closed_loop_now(r: VerifyRecord) -> dict[str, float] | None:
             or r.max_num_batched_tokens is None or r.kv_cache_tokens is None or not r.prompt_len or not r.output_len
             or not r.gpu or (r.data_parallel_size or 1) != 1):  # fmt: skip
         return None
-    from advisor.errors import AdvisorError
-    from advisor.hardware.gpus import get_gpu
-    from advisor.model.load import load_profile
     from advisor.plan.layout import closed_loop_run, kv_fp8_profile
     from advisor.predict.absolute import ReplicaLayout
 
-    try:
-        p, gpu = load_profile(r.model), get_gpu(r.gpu)
-    except AdvisorError:
+    if (pg := _profile_gpu(r)) is None:
         return None
+    p, gpu = pg
     p = kv_fp8_profile(p) if r.kv_cache_dtype == "fp8" else p
     run = closed_loop_run(p, gpu, ReplicaLayout(tp=r.tensor_parallel_size or 1), prompt_len=r.prompt_len,
                           output_len=r.output_len, concurrency=r.max_concurrency, num_prompts=r.completed,

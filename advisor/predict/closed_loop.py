@@ -72,6 +72,17 @@ class ClosedLoopRun(BaseModel):
     steps: int
 
 
+def _report(ttfts: list[float], tpots: list[float], done: int, out_tokens: float, t: float, steps: int) -> ClosedLoopRun:
+    """What the benchmark reports of a played loop: TTFT mean, median and p99, mean TPOT, output tok/s over the makespan."""
+    ttfts.sort()
+    return ClosedLoopRun(
+        requests=done, mean_ttft_ms=round(statistics.fmean(ttfts) * 1e3, 1), median_ttft_ms=round(statistics.median(ttfts) * 1e3, 1),
+        p99_ttft_ms=round(ttfts[min(len(ttfts) - 1, int(0.99 * len(ttfts)))] * 1e3, 1),
+        mean_tpot_ms=round(statistics.fmean(tpots) * 1e3, 2) if tpots else 0.0,
+        output_tok_s=round(out_tokens / t, 1) if t > 0 else 0.0, steps=steps,
+    )  # fmt: skip
+
+
 def simulate(step_of: Callable[[int], float], *, prefill_token_s: float, prompt_len: int, output_len: int,
              concurrency: int, num_prompts: int, max_num_seqs: int, max_num_batched_tokens: int, kv_slots: int,
              gain: float = 1.0, tokens_per_seq: float = 1.0,
@@ -231,13 +242,7 @@ def simulate(step_of: Callable[[int], float], *, prefill_token_s: float, prompt_
             if new > 0:
                 waiting.append([t + CLIENT_OVERHEAD_S, new])
                 sent += new
-    ttfts.sort()
-    return ClosedLoopRun(
-        requests=done, mean_ttft_ms=round(statistics.fmean(ttfts) * 1e3, 1), median_ttft_ms=round(statistics.median(ttfts) * 1e3, 1),
-        p99_ttft_ms=round(ttfts[min(len(ttfts) - 1, int(0.99 * len(ttfts)))] * 1e3, 1),
-        mean_tpot_ms=round(statistics.fmean(tpots) * 1e3, 2) if tpots else 0.0,
-        output_tok_s=round(done * out_len / t, 1) if t > 0 else 0.0, steps=steps,
-    )  # fmt: skip
+    return _report(ttfts, tpots, done, done * out_len, t, steps)
 
 
 SPREAD_SEED = 0
@@ -384,10 +389,4 @@ def _simulate_requests(step_of: Callable[[int], float], *, prefill_token_s: floa
             m = n - ended.size
             em[:m], olen[:m], end_at[:m], first_t[:m] = em[:n][keep], olen[:n][keep], end_at[:n][keep], first_t[:n][keep]
             n = m
-    ttfts.sort()
-    return ClosedLoopRun(
-        requests=done, mean_ttft_ms=round(statistics.fmean(ttfts) * 1e3, 1), median_ttft_ms=round(statistics.median(ttfts) * 1e3, 1),
-        p99_ttft_ms=round(ttfts[min(len(ttfts) - 1, int(0.99 * len(ttfts)))] * 1e3, 1),
-        mean_tpot_ms=round(statistics.fmean(tpots) * 1e3, 2) if tpots else 0.0,
-        output_tok_s=round(out_tokens / t, 1) if t > 0 else 0.0, steps=steps,
-    )  # fmt: skip
+    return _report(ttfts, tpots, done, out_tokens, t, steps)

@@ -61,16 +61,14 @@ class MoeKernelCost(BaseModel):
     provenance: str
     source: str
 
-    def layer_time(self, expert_bytes: float, expert_flops: float, bandwidth: float, peak: float) -> float:
-        """Seconds of one MoE layer's routed experts on one rank (bytes and FLOPs of that rank, per layer)."""
-        return self.fixed_us * 1e-6 + expert_bytes / bandwidth * self.bytes_mult + expert_flops / peak * self.flops_mult
+    def seconds(self, layers: int, expert_bytes: float, expert_flops: float, bandwidth: float, peak: float) -> float:
+        """Seconds of ``layers`` MoE layers' routed experts on one rank (``expert_bytes``, ``expert_flops``: that rank's,
+        over all those layers; ``peak``: the GPU's FP8 peak for an ``fp8`` row, its BF16 peak otherwise)."""
+        return layers * self.fixed_us * 1e-6 + expert_bytes / bandwidth * self.bytes_mult + expert_flops / peak * self.flops_mult
 
-    def note(self, layers: int, seconds: float) -> str:
-        return (f"fused-MoE experts {seconds * 1e3:.2f} ms over {layers} layers: MEASURED kernel cost on {self.gpu} "
-                f"{self.dtype} ({self.fixed_us:.0f} us + bytes x{self.bytes_mult:.2f} + FLOPs x{self.flops_mult:.2f} per "
-                f"layer; {self.points} timings of {self.shapes} shapes, held out: skewed routing |ln| "
-                f"{self.power_law_median_abs_log}, {self.other_gpu} {self.other_gpu_median_abs_log}; "
-                f"calibration/{TABLE})")  # fmt: skip
+    def peak_flops(self, gpu) -> float:
+        """The peak the row's FLOPs were fitted against (advisor.calibrate.moe_kernels): FP8 for ``fp8``, else BF16."""
+        return (gpu.fp8_tflops if self.dtype == "fp8" and gpu.fp8_tflops else gpu.bf16_tflops) * 1e12
 
 
 @lru_cache(maxsize=1)

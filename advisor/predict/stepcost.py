@@ -315,11 +315,11 @@ def step_cost(p: ModelProfile, gpu: GpuSpec, tp: int, s: StepShape) -> StepCost:
     kernel = _moe_kernel.lookup(gpu.name, _dtype_key(p.weights_dtype)) if p.arch == "moe" else None
     t_moe = 0.0
     if kernel is not None:
-        eb_mean, efl = expert_bytes_flops(p, tokens, tp, bytes_per_param(p))
-        eb_fmt, _ = expert_bytes_flops(p, tokens, tp, _moe_kernel.FORMAT_BYTES.get(kernel.dtype, bytes_per_param(p)))
-        raw_peak = (gpu.fp8_tflops if p.weights_dtype == "fp8" and gpu.fp8_tflops else gpu.bf16_tflops) * 1e12
-        t_moe = p.moe_layers * kernel.fixed_us * 1e-6 + eb_fmt / bw * kernel.bytes_mult + efl / raw_peak * kernel.flops_mult
-        wb_dense, fl_dense = max(wb - eb_mean, 0.0), max(fl - efl, 0.0)
+        bpp = bytes_per_param(p)
+        eb, efl = expert_bytes_flops(p, tokens, tp, bpp)  # at the checkpoint's mean bytes, as weight_bytes_read counts
+        fmt = _moe_kernel.FORMAT_BYTES.get(kernel.dtype, bpp)  # the kernel's own storage, as the row was fitted
+        t_moe = kernel.seconds(p.moe_layers, eb * fmt / bpp, efl, bw, kernel.peak_flops(gpu))
+        wb_dense, fl_dense = max(wb - eb, 0.0), max(fl - efl, 0.0)
     else:
         wb_dense, fl_dense = wb, fl
     t_mem = wb_dense / (bw * WEIGHT_MEM_EFFICIENCY) + (kvb + logits) / (bw * KV_MEM_EFFICIENCY)

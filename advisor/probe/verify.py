@@ -156,6 +156,8 @@ def _matching_command(bench: dict, load: dict, result: dict | None = None) -> tu
     The spread: the answer's ``range_ratio`` (absent: fixed lengths) against :func:`measured_spread`; a run that
     does not record it is matched on its load (with a warning when the answer asked for a spread)."""
     primary = next(c for c in bench["commands"] if c.get("primary"))
+    from advisor.render.bench import RANGE_RATIO_KEY
+
     want_r = bench.get("range_ratio") or 0.0
     got_r, how = measured_spread(result) if result is not None else (None, None)
     if got_r is not None and abs(got_r - want_r) > SPREAD_TOLERANCE:
@@ -165,7 +167,7 @@ def _matching_command(bench: dict, load: dict, result: dict | None = None) -> tu
     notes = []
     if got_r is None and want_r:
         notes.append(f"the result does not say its --random-range-ratio (vLLM's result JSON leaves the dataset's flags out; "
-                     f"the answer's command records it with --metadata {_range_key()}={want_r:g}, and --save-detailed keeps "
+                     f"the answer's command records it with --metadata {RANGE_RATIO_KEY}={want_r:g}, and --save-detailed keeps "
                      f"the lengths): assumed the run drew its lengths with {want_r:g}, as the answer's benchmark does")  # fmt: skip
     for c in bench["commands"]:
         if c["pattern"] != load["pattern"]:
@@ -177,12 +179,6 @@ def _matching_command(bench: dict, load: dict, result: dict | None = None) -> tu
     want = ", ".join(_load_words(c["load"], c["pattern"]) for c in bench["commands"])
     return primary, [f"the run offered {_load_words(load, load['pattern'])}; the answer's benchmark is {want}: "
                      f"compared with the {primary['pattern']} prediction anyway, but the figures are for another load", *notes], False  # fmt: skip
-
-
-def _range_key() -> str:
-    from advisor.render.bench import RANGE_RATIO_KEY
-
-    return RANGE_RATIO_KEY
 
 
 def _spread_words(r: float) -> str:
